@@ -1,0 +1,194 @@
+package core
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Provenance is the client's optional note of what produced a message.
+type Provenance struct {
+	Model  string `json:"model,omitempty"`
+	Client string `json:"client,omitempty"`
+}
+
+// Envelope is one action as a client sends it, after validation (decisions §2).
+// Server-set fields are not here: whatever a client sent for them was dropped.
+type Envelope struct {
+	Kind       Kind
+	Thread     int64 // 0: none given
+	Parent     int64 // 0: none given
+	Extension  string
+	Body       string
+	Provenance *Provenance
+}
+
+// wireEnvelope is the JSON shape accepted from clients. Server-set fields are
+// declared so that they are accepted and dropped rather than refused as unknown.
+type wireEnvelope struct {
+	Parley     json.RawMessage `json:"parley"`
+	Kind       *string         `json:"kind"`
+	Thread     json.RawMessage `json:"thread"`
+	Parent     json.RawMessage `json:"parent"`
+	From       *wireFrom       `json:"from"`
+	Body       *string         `json:"body"`
+	Provenance *Provenance     `json:"provenance"`
+
+	ID         json.RawMessage `json:"id"`
+	AuthorKind json.RawMessage `json:"author_kind"`
+	CreatedAt  json.RawMessage `json:"created_at"`
+}
+
+type wireFrom struct {
+	Extension *string         `json:"extension"`
+	Identity  json.RawMessage `json:"identity"` // server-set: dropped
+}
+
+// DecodeStrict decodes one JSON object into v, refusing unknown fields,
+// trailing data and invalid UTF-8 with invalid_body naming the field.
+func DecodeStrict(data []byte, v any) error {
+	if !utf8.Valid(data) {
+		return invalid("body", "the request is not valid UTF-8")
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		return jsonRefusal(err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return invalid("body", "the request holds more than one JSON value")
+	}
+	return nil
+}
+
+func jsonRefusal(err error) *Refusal {
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	switch {
+	case errors.As(err, &typeErr):
+		field := typeErr.Field
+		if field == "" {
+			field = "body"
+		}
+		return invalid(field, "%s has the wrong type", field)
+	case errors.As(err, &syntaxErr):
+		return invalid("body", "malformed JSON at offset %d", syntaxErr.Offset)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		return invalid(field, "unknown field %q", field)
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return invalid("body", "the request is empty or truncated")
+	}
+	return invalid("body", "malformed JSON")
+}
+
+// DecodeEnvelope validates a client's envelope against decisions §2 and the limits.
+func DecodeEnvelope(data []byte, lim Limits) (Envelope, error) {
+	var w wireEnvelope
+	if err := DecodeStrict(data, &w); err != nil {
+		return Envelope{}, err
+	}
+	var env Envelope
+	if len(w.Parley) > 0 && string(w.Parley) != `"1"` {
+		return env, invalid("parley", `parley must be "1"`)
+	}
+	if w.Kind == nil || *w.Kind == "" {
+		return env, invalid("kind", "kind is required")
+	}
+	env.Kind = Kind(*w.Kind)
+	if !coreKind(env.Kind) {
+		return env, invalid("kind", "this instance does not speak the kind %q", *w.Kind)
+	}
+	var err error
+	if env.Thread, err = parseRefJSON(w.Thread, "th_", "thread"); err != nil {
+		return env, err
+	}
+	if env.Parent, err = parseRefJSON(w.Parent, "msg_", "parent"); err != nil {
+		return env, err
+	}
+	if w.From != nil && w.From.Extension != nil {
+		env.Extension = *w.From.Extension
+		if env.Extension != "" && !ValidHandle(env.Extension) {
+			return env, invalid("from.extension", "extension must match ^[a-z0-9][a-z0-9_-]{0,31}$")
+		}
+	}
+	if w.Body == nil || strings.TrimSpace(*w.Body) == "" {
+		return env, invalid("body", "body is required and must not be blank")
+	}
+	env.Body = *w.Body
+	if n := utf8.RuneCountInString(env.Body); n > lim.Body {
+		return env, invalid("body", "body has %d characters; the limit is %d", n, lim.Body).with("limit", lim.Body)
+	}
+	if strings.ContainsRune(env.Body, 0) {
+		return env, invalid("body", "body must not contain NUL characters")
+	}
+	if p := w.Provenance; p != nil {
+		if utf8.RuneCountInString(p.Model) > lim.Provenance || strings.ContainsRune(p.Model, 0) {
+			return env, invalid("provenance.model", "provenance.model is limited to %d characters", lim.Provenance)
+		}
+		if utf8.RuneCountInString(p.Client) > lim.Provenance || strings.ContainsRune(p.Client, 0) {
+			return env, invalid("provenance.client", "provenance.client is limited to %d characters", lim.Provenance)
+		}
+		if p.Model != "" || p.Client != "" {
+			env.Provenance = p
+		}
+	}
+	if env.Thread == 0 && env.Kind != KindAsk {
+		return env, invalid("thread", "%s needs a thread; only ask opens a new one", env.Kind)
+	}
+	if env.Thread == 0 && env.Parent != 0 {
+		return env, invalid("parent", "parent needs a thread")
+	}
+	return env, nil
+}
+
+// maxRef keeps ids well inside the 12 digits the store pads them to.
+const maxRef = 999_999_999_999
+
+// parseRefJSON accepts a key ("th_1042"), a number (1042) or a numeric
+// string ("1042"); absent or null gives 0.
+func parseRefJSON(raw json.RawMessage, prefix, field string) (int64, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return 0, nil
+	}
+	if raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return 0, invalid(field, "%s is not a valid reference", field)
+		}
+		return ParseRef(s, prefix, field)
+	}
+	return ParseRef(string(raw), "", field)
+}
+
+// ParseRef parses a reference given as "<prefix>N" or "N". N is a positive
+// decimal integer without sign, spaces or leading zeros.
+func ParseRef(s, prefix, field string) (int64, error) {
+	digits := s
+	if prefix != "" {
+		digits = strings.TrimPrefix(s, prefix)
+	}
+	if digits == "" || len(digits) > 12 || digits[0] == '0' {
+		return 0, invalid(field, "%s must be %sN or a positive number", field, prefix)
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, invalid(field, "%s must be %sN or a positive number", field, prefix)
+		}
+	}
+	n, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil || n <= 0 || n > maxRef {
+		return 0, invalid(field, "%s is out of range", field)
+	}
+	return n, nil
+}
+
+// ThreadKey, MessageKey and ClaimKey give the opaque keys of ids.
+func ThreadKey(n int64) string  { return fmt.Sprintf("th_%d", n) }
+func MessageKey(n int64) string { return fmt.Sprintf("msg_%d", n) }

@@ -1,0 +1,171 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"time"
+)
+
+// Clock gives the time; tests inject their own.
+type Clock interface{ Now() time.Time }
+
+// SystemClock is the wall clock.
+type SystemClock struct{}
+
+// Now returns time.Now().
+func (SystemClock) Now() time.Time { return time.Now() }
+
+// Options configure a Service. Zero values take the reference defaults.
+type Options struct {
+	Realm  string
+	Limits Limits
+	Clock  Clock
+	// TokenCacheTTL bounds how long a token lookup is reused within this
+	// process; a revoked token stops working at most this long after. 0 = no cache.
+	TokenCacheTTL time.Duration
+	// Attempts bounds the optimistic-concurrency retries of one write.
+	Attempts int
+	// IdempotencyTTL is how long a post's result is kept under its key.
+	IdempotencyTTL time.Duration
+}
+
+// Service is the one implementation of every operation. Both transports call
+// it, so there is exactly one rights check.
+type Service struct {
+	store    Store
+	realm    string
+	limits   Limits
+	clock    Clock
+	attempts int
+	idemTTL  time.Duration
+	tokens   *tokenCache
+}
+
+// NewService builds the service on a store.
+func NewService(store Store, o Options) (*Service, error) {
+	if store == nil {
+		return nil, errors.New("core: a store is required")
+	}
+	if o.Realm == "" {
+		o.Realm = "ainotes"
+	}
+	if !ValidHandle(o.Realm) {
+		return nil, errors.New("core: the realm must match ^[a-z0-9][a-z0-9_-]{0,31}$")
+	}
+	if o.Limits == (Limits{}) {
+		o.Limits = ReferenceLimits()
+	}
+	if o.Clock == nil {
+		o.Clock = SystemClock{}
+	}
+	if o.Attempts <= 0 {
+		o.Attempts = 40
+	}
+	if o.IdempotencyTTL <= 0 {
+		o.IdempotencyTTL = 24 * time.Hour
+	}
+	s := &Service{store: store, realm: o.Realm, limits: o.Limits, clock: o.Clock, attempts: o.Attempts, idemTTL: o.IdempotencyTTL}
+	s.tokens = &tokenCache{store: store, ttl: o.TokenCacheTTL, clock: o.Clock, entries: map[string]cachedToken{}}
+	return s, nil
+}
+
+// Realm is the instance's realm.
+func (s *Service) Realm() string { return s.realm }
+
+// Limits are the instance's limits.
+func (s *Service) Limits() Limits { return s.limits }
+
+// retry runs an optimistic write until it stops losing races, then gives up
+// with unavailable. Backoff is jittered so that contenders spread out.
+func (s *Service) retry(ctx context.Context, try func() error) error {
+	backoff := 2 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := try()
+		if !errors.Is(err, ErrConflict) {
+			return err
+		}
+		if attempt >= s.attempts {
+			return Unavailable(time.Second)
+		}
+		wait := time.Duration(rand.Int64N(int64(backoff))) + time.Millisecond
+		select {
+		case <-ctx.Done():
+			return Unavailable(time.Second)
+		case <-time.After(wait):
+		}
+		backoff = min(backoff*2, 100*time.Millisecond)
+	}
+}
+
+func (s *Service) page(limit int) int {
+	if limit <= 0 {
+		return s.limits.PageDefault
+	}
+	return min(limit, s.limits.PageMax)
+}
+
+func need(c Caller, r Right) error {
+	if !c.Has(r) {
+		return refuse(ReasonTokenRightMissing, "this token lacks the %s right", r).with("right", r)
+	}
+	return nil
+}
+
+// loadThread reads a thread, turning a missing one into thread_not_found.
+func (s *Service) loadThread(ctx context.Context, id int64) (Thread, error) {
+	t, err := s.store.Thread(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return t, refuse(ReasonThreadNotFound, "there is no thread %s", ThreadKey(id)).with("thread", ThreadKey(id))
+	}
+	return t, err
+}
+
+// WhoAmI describes the caller.
+func (s *Service) WhoAmI(_ context.Context, c Caller) (Whoami, error) {
+	rights := c.Rights
+	if c.Human() {
+		rights = AllRights
+	}
+	return Whoami{Identity: c.Identity, AuthorKind: c.AuthorKind(), Rights: rights, Label: c.Label, TokenID: c.TokenID}, nil
+}
+
+// tokenCache keeps token lookups for a bounded time within one process.
+type tokenCache struct {
+	store   Store
+	ttl     time.Duration
+	clock   Clock
+	mu      sync.Mutex
+	entries map[string]cachedToken
+}
+
+type cachedToken struct {
+	token Token
+	until time.Time
+}
+
+const tokenCacheMax = 1024
+
+func (c *tokenCache) lookup(ctx context.Context, hash string) (Token, error) {
+	now := c.clock.Now()
+	if c.ttl > 0 {
+		c.mu.Lock()
+		e, ok := c.entries[hash]
+		c.mu.Unlock()
+		if ok && now.Before(e.until) {
+			return e.token, nil
+		}
+	}
+	t, err := c.store.Token(ctx, hash)
+	if err != nil || c.ttl <= 0 {
+		return t, err
+	}
+	c.mu.Lock()
+	if len(c.entries) >= tokenCacheMax {
+		clear(c.entries) // crude but bounded; a refill costs one read per token
+	}
+	c.entries[hash] = cachedToken{token: t, until: now.Add(c.ttl)}
+	c.mu.Unlock()
+	return t, nil
+}

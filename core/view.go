@@ -1,0 +1,175 @@
+package core
+
+import "time"
+
+// The JSON shapes both transports return. Field names follow the seed.
+
+// AwaitingView is who is due: {"scope":"party","identity","extension"},
+// {"scope":"any","except":{…}}, {"scope":"human"}; null when nobody is.
+type AwaitingView struct {
+	Scope     AwaitScope `json:"scope"`
+	Identity  string     `json:"identity,omitempty"`
+	Extension *string    `json:"extension,omitempty"`
+	Except    *Party     `json:"except,omitempty"`
+}
+
+func viewAwaiting(a Awaiting) *AwaitingView {
+	switch a.Scope {
+	case AwaitParty:
+		ext := a.Party.Extension
+		return &AwaitingView{Scope: a.Scope, Identity: a.Party.Identity, Extension: &ext}
+	case AwaitAny:
+		p := a.Party
+		return &AwaitingView{Scope: a.Scope, Except: &p}
+	case AwaitHuman:
+		return &AwaitingView{Scope: a.Scope}
+	}
+	return nil
+}
+
+// ThreadState is a thread's state fields: what post, mark, confirm and reopen return.
+type ThreadState struct {
+	ID               string        `json:"id"`
+	State            State         `json:"state"`
+	StateOrigin      Origin        `json:"state_origin"`
+	StateConfirmedAt *time.Time    `json:"state_confirmed_at"`
+	StateLabel       string        `json:"state_label,omitempty"`
+	StateBy          string        `json:"state_by"`
+	Proposal         bool          `json:"proposal"`
+	Awaiting         *AwaitingView `json:"awaiting"`
+	Version          int64         `json:"version"`
+	UpdatedAt        time.Time     `json:"updated_at"`
+}
+
+func viewState(t Thread) ThreadState {
+	return ThreadState{
+		ID: ThreadKey(t.ID), State: t.State, StateOrigin: t.Origin,
+		StateConfirmedAt: t.ConfirmedAt, StateLabel: t.Label, StateBy: t.StateBy,
+		Proposal: t.ConfirmedAt == nil, Awaiting: viewAwaiting(t.Awaiting),
+		Version: t.Version, UpdatedAt: t.UpdatedAt,
+	}
+}
+
+// ThreadSummary is a thread without its messages (list_threads, inbox).
+type ThreadSummary struct {
+	ThreadState
+	Title        string    `json:"title"`
+	Creator      Party     `json:"creator"`
+	CreatedAt    time.Time `json:"created_at"`
+	MessageCount int       `json:"message_count"`
+}
+
+func viewSummary(t Thread) ThreadSummary {
+	return ThreadSummary{ThreadState: viewState(t), Title: t.Title, Creator: t.Creator, CreatedAt: t.CreatedAt, MessageCount: t.Messages}
+}
+
+// MessageView is a stored message as returned to clients; Replies nests the tree.
+type MessageView struct {
+	ID         string         `json:"id"`
+	Kind       Kind           `json:"kind"`
+	Thread     string         `json:"thread"`
+	Parent     *string        `json:"parent"`
+	From       Party          `json:"from"`
+	AuthorKind string         `json:"author_kind"`
+	Body       string         `json:"body"`
+	Provenance *Provenance    `json:"provenance,omitempty"`
+	CreatedAt  time.Time      `json:"created_at"`
+	Depth      int            `json:"depth"`
+	Replies    []*MessageView `json:"replies,omitempty"`
+}
+
+func viewMessage(m Message) *MessageView {
+	v := &MessageView{
+		ID: MessageKey(m.ID), Kind: m.Kind, Thread: ThreadKey(m.Thread), From: m.From,
+		AuthorKind: m.AuthorKind, Body: m.Body, Provenance: m.Provenance, CreatedAt: m.CreatedAt, Depth: m.Depth,
+	}
+	if m.Parent != 0 {
+		p := MessageKey(m.Parent)
+		v.Parent = &p
+	}
+	return v
+}
+
+// ThreadView is get_thread's answer: the summary and the message tree.
+type ThreadView struct {
+	ThreadSummary
+	Messages []*MessageView `json:"messages"`
+}
+
+// tree nests messages by parent; siblings keep the order of creation (ids
+// ascending). A message whose parent is missing is shown at the top level.
+func tree(msgs []Message) []*MessageView {
+	byID := make(map[int64]*MessageView, len(msgs))
+	for _, m := range msgs {
+		byID[m.ID] = viewMessage(m)
+	}
+	roots := []*MessageView{}
+	for _, m := range msgs { // msgs arrive ordered by id
+		v := byID[m.ID]
+		if p, ok := byID[m.Parent]; ok && m.Parent != 0 {
+			p.Replies = append(p.Replies, v)
+		} else {
+			roots = append(roots, v)
+		}
+	}
+	return roots
+}
+
+// PostResult is what post returns: the stored message and the thread after it.
+type PostResult struct {
+	Message *MessageView `json:"message"`
+	Thread  ThreadState  `json:"thread"`
+	// Replayed is true when an idempotency key returned an earlier result.
+	Replayed bool `json:"replayed,omitempty"`
+}
+
+// EventView is one state change.
+type EventView struct {
+	Thread    string    `json:"thread"`
+	Seq       int64     `json:"seq"`
+	From      *State    `json:"from"`
+	To        State     `json:"to"`
+	Origin    Origin    `json:"origin"`
+	Actor     string    `json:"actor"`
+	Label     string    `json:"label,omitempty"`
+	At        time.Time `json:"at"`
+	Confirmed bool      `json:"confirmed"`
+	Cause     string    `json:"cause"`
+}
+
+func viewEvent(e Event) EventView {
+	v := EventView{Thread: ThreadKey(e.Thread), Seq: e.Seq, To: e.To, Origin: e.Origin, Actor: e.Actor, Label: e.Label, At: e.At, Confirmed: e.Confirmed, Cause: e.Cause}
+	if e.From != "" {
+		f := e.From
+		v.From = &f
+	}
+	return v
+}
+
+// ThreadPage, EventPage and InboxPage are paged answers; Cursor is opaque and
+// empty when there is nothing further right now.
+type ThreadPage struct {
+	Threads []ThreadSummary `json:"threads"`
+	Cursor  string          `json:"cursor"`
+}
+
+// EventPage is a page of events.
+type EventPage struct {
+	Events []EventView `json:"events"`
+	Cursor string      `json:"cursor"`
+}
+
+// InboxPage is a page of threads awaiting the caller.
+type InboxPage struct {
+	Threads []ThreadSummary `json:"threads"`
+	Cursor  string          `json:"cursor"`
+}
+
+// Whoami describes the caller's token.
+type Whoami struct {
+	Identity   string  `json:"identity"`
+	AuthorKind string  `json:"author_kind"`
+	Rights     []Right `json:"rights"`
+	Label      string  `json:"label,omitempty"`
+	TokenID    string  `json:"token_id"`
+}

@@ -1,0 +1,65 @@
+package dynamo
+
+import (
+	"context"
+	"errors"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// The index names and their key attributes. docs/storage.md describes each
+// item type and access pattern; template.yaml declares the same table.
+const (
+	IndexState    = "by_state"    // st_pk = "state#<state>", st_sk = padded thread
+	IndexList     = "by_list"     // ls_pk = "threads" | "tokens", ls_sk = padded thread | token id
+	IndexAwaiting = "by_awaiting" // ib_pk = "aw#<identity>" | "aw#*", ib_sk = order key
+	IndexEvents   = "by_events"   // ev_pk = "events", ev_sk = order key
+	IndexID       = "by_id"       // id_pk = "msg_<n>" (keys only)
+	TTLAttribute  = "exp"         // epoch seconds; idempotency records expire
+)
+
+// TableInput is the table definition (PAY_PER_REQUEST, five GSIs).
+func TableInput(name string) *dynamodb.CreateTableInput {
+	attrs := []string{"pk", "sk", "st_pk", "st_sk", "ls_pk", "ls_sk", "ib_pk", "ib_sk", "ev_pk", "ev_sk", "id_pk"}
+	defs := make([]types.AttributeDefinition, 0, len(attrs))
+	for _, a := range attrs {
+		defs = append(defs, types.AttributeDefinition{AttributeName: aws.String(a), AttributeType: types.ScalarAttributeTypeS})
+	}
+	gsi := func(name, pk, sk string, proj types.ProjectionType) types.GlobalSecondaryIndex {
+		keys := []types.KeySchemaElement{{AttributeName: aws.String(pk), KeyType: types.KeyTypeHash}}
+		if sk != "" {
+			keys = append(keys, types.KeySchemaElement{AttributeName: aws.String(sk), KeyType: types.KeyTypeRange})
+		}
+		return types.GlobalSecondaryIndex{IndexName: aws.String(name), KeySchema: keys, Projection: &types.Projection{ProjectionType: proj}}
+	}
+	return &dynamodb.CreateTableInput{
+		TableName:            aws.String(name),
+		BillingMode:          types.BillingModePayPerRequest,
+		AttributeDefinitions: defs,
+		KeySchema: []types.KeySchemaElement{
+			{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash},
+			{AttributeName: aws.String("sk"), KeyType: types.KeyTypeRange},
+		},
+		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{
+			gsi(IndexState, "st_pk", "st_sk", types.ProjectionTypeAll),
+			gsi(IndexList, "ls_pk", "ls_sk", types.ProjectionTypeAll),
+			gsi(IndexAwaiting, "ib_pk", "ib_sk", types.ProjectionTypeAll),
+			gsi(IndexEvents, "ev_pk", "ev_sk", types.ProjectionTypeAll),
+			gsi(IndexID, "id_pk", "", types.ProjectionTypeKeysOnly),
+		},
+	}
+}
+
+// CreateTable creates the table if it does not exist. An existing table is
+// not an error (the embedded server's ListTables and waiters do not work, so
+// ResourceInUseException is how "exists" is learned).
+func CreateTable(ctx context.Context, db *dynamodb.Client, name string) error {
+	_, err := db.CreateTable(ctx, TableInput(name))
+	var inUse *types.ResourceInUseException
+	if errors.As(err, &inUse) {
+		return nil
+	}
+	return err
+}

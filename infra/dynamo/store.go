@@ -1,0 +1,580 @@
+// Package dynamo is Parley's one store: core.Store on DynamoDB, single-table.
+// docs/storage.md lists every item type, index and request made here.
+package dynamo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/ainotes/parley/core"
+)
+
+// Store implements core.Store.
+type Store struct {
+	db    *dynamodb.Client
+	table string
+	clock core.Clock
+}
+
+var _ core.Store = (*Store)(nil)
+
+// New returns a store on an existing table.
+func New(db *dynamodb.Client, table string, clock core.Clock) (*Store, error) {
+	if db == nil || table == "" {
+		return nil, errors.New("dynamo: a client and a table name are required")
+	}
+	if clock == nil {
+		clock = core.SystemClock{}
+	}
+	return &Store{db: db, table: table, clock: clock}, nil
+}
+
+func (s *Store) key(pk, sk string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{"pk": str(pk), "sk": str(sk)}
+}
+
+// --- tokens
+
+// Token reads a token by hash (strongly consistent, so a revoke is seen at once).
+func (s *Store) Token(ctx context.Context, hash string) (core.Token, error) {
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, Key: s.key("tok#"+hash, tokenSK), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return core.Token{}, err
+	}
+	if len(out.Item) == 0 {
+		return core.Token{}, core.ErrNotFound
+	}
+	return decodeToken(out.Item), nil
+}
+
+// PutToken stores a token, replacing one with the same hash.
+func (s *Store) PutToken(ctx context.Context, t core.Token) error {
+	it := item{"pk": str("tok#" + t.Hash), "sk": str(tokenSK)}
+	it.setS("tid", t.ID)
+	it.setS("hash", t.Hash)
+	it.setS("ident", t.Identity)
+	rights := make([]string, len(t.Rights))
+	for i, r := range t.Rights {
+		rights[i] = string(r)
+	}
+	it.setS("rights", strings.Join(rights, ","))
+	it.setS("label", t.Label)
+	it.setT("cat", t.CreatedAt)
+	if t.RevokedAt != nil {
+		it.setT("rev", *t.RevokedAt)
+	}
+	it.setS("ls_pk", tokensAll)
+	it.setS("ls_sk", t.ID)
+	_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &s.table, Item: it})
+	return err
+}
+
+func decodeToken(it item) core.Token {
+	t := core.Token{ID: it.s("tid"), Hash: it.s("hash"), Identity: it.s("ident"), Label: it.s("label"), CreatedAt: it.t("cat"), RevokedAt: it.tp("rev")}
+	for _, r := range strings.Split(it.s("rights"), ",") {
+		if r != "" {
+			t.Rights = append(t.Rights, core.Right(r))
+		}
+	}
+	return t
+}
+
+// Tokens lists every token through the list index.
+func (s *Store) Tokens(ctx context.Context) ([]core.Token, error) {
+	var out []core.Token
+	p := dynamodb.NewQueryPaginator(s.db, &dynamodb.QueryInput{
+		TableName: &s.table, IndexName: aws.String(IndexList),
+		KeyConditionExpression:    aws.String("ls_pk = :p"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":p": str(tokensAll)},
+	})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, it := range page.Items {
+			out = append(out, decodeToken(it))
+		}
+	}
+	return out, nil
+}
+
+// RevokeToken marks a token revoked; the token must exist.
+func (s *Store) RevokeToken(ctx context.Context, id string, at time.Time) error {
+	all, err := s.Tokens(ctx)
+	if err != nil {
+		return err
+	}
+	for _, t := range all {
+		if t.ID != id {
+			continue
+		}
+		_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: &s.table, Key: s.key("tok#"+t.Hash, tokenSK),
+			UpdateExpression:          aws.String("SET rev = :at"),
+			ConditionExpression:       aws.String("attribute_exists(pk)"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":at": str(at.UTC().Format(time.RFC3339Nano))},
+		})
+		return err
+	}
+	return core.ErrNotFound
+}
+
+// --- ids
+
+// NextID increments a counter item atomically.
+func (s *Store) NextID(ctx context.Context, seq string) (int64, error) {
+	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: &s.table, Key: s.key("seq#"+seq, seqSK),
+		UpdateExpression:          aws.String("ADD n :one"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":one": num(1)},
+		ReturnValues:              types.ReturnValueUpdatedNew,
+	})
+	if err != nil {
+		return 0, err
+	}
+	n := item(out.Attributes).n("n")
+	if n <= 0 {
+		return 0, fmt.Errorf("dynamo: counter %s returned %d", seq, n)
+	}
+	return n, nil
+}
+
+// --- threads and messages
+
+func encodeThread(t core.Thread) item {
+	it := item{"pk": str(threadPK(t.ID)), "sk": str(threadSK)}
+	it.setN("id", t.ID)
+	it.setS("cr_id", t.Creator.Identity)
+	it.setS("cr_ext", t.Creator.Extension)
+	it.setT("cat", t.CreatedAt)
+	it.setT("uat", t.UpdatedAt)
+	it.setS("title", t.Title)
+	it.setN("r_id", t.Root.ID)
+	it.setS("r_kind", string(t.Root.Kind))
+	it.setN("msgs", int64(t.Messages))
+	it.setN("ver", t.Version)
+	it.setS("st", string(t.State))
+	it.setS("org", string(t.Origin))
+	if t.ConfirmedAt != nil {
+		it.setT("cfa", *t.ConfirmedAt)
+	}
+	it.setS("lbl", t.Label)
+	it.setS("sby", t.StateBy)
+	it.setT("sat", t.StateAt)
+	it.setS("st_pk", "state#"+string(t.State))
+	it.setS("st_sk", pad12(t.ID))
+	it.setS("ls_pk", threadsAll)
+	it.setS("ls_sk", pad12(t.ID))
+	if a := t.Awaiting; a.Scope != core.AwaitNone {
+		it.setS("aw", string(a.Scope))
+		it.setS("aw_id", a.Party.Identity)
+		it.setS("aw_ext", a.Party.Extension)
+		it.setT("awat", t.AwaitingAt)
+		// The inbox index is sparse: only threads that await someone are in it.
+		if a.Scope == core.AwaitParty {
+			it.setS("ib_pk", "aw#"+a.Party.Identity)
+		} else {
+			it.setS("ib_pk", awaitBroad)
+		}
+		it.setS("ib_sk", orderKey(t.AwaitingAt, t.ID, t.Version))
+	}
+	return it
+}
+
+func decodeThread(it item) core.Thread {
+	t := core.Thread{
+		ID: it.n("id"), Creator: core.Party{Identity: it.s("cr_id"), Extension: it.s("cr_ext")},
+		CreatedAt: it.t("cat"), UpdatedAt: it.t("uat"), Title: it.s("title"),
+		Messages: int(it.n("msgs")), Version: it.n("ver"),
+		State: core.State(it.s("st")), Origin: core.Origin(it.s("org")), ConfirmedAt: it.tp("cfa"),
+		Label: it.s("lbl"), StateBy: it.s("sby"), StateAt: it.t("sat"),
+		Awaiting:   core.Awaiting{Scope: core.AwaitScope(it.s("aw")), Party: core.Party{Identity: it.s("aw_id"), Extension: it.s("aw_ext")}},
+		AwaitingAt: it.t("awat"),
+	}
+	// The root's author is the creator; an ask root is its own asker.
+	t.Root = core.Message{ID: it.n("r_id"), Thread: t.ID, Kind: core.Kind(it.s("r_kind")), From: t.Creator, Depth: 1}
+	if t.Root.Kind == core.KindAsk {
+		t.Root.Asker = t.Creator
+	}
+	return t
+}
+
+func encodeMessage(m core.Message) item {
+	it := item{"pk": str(threadPK(m.Thread)), "sk": str(messageSK(m.ID))}
+	it.setN("id", m.ID)
+	it.setN("th", m.Thread)
+	if m.Parent != 0 {
+		it.setN("par", m.Parent)
+	}
+	it.setS("kind", string(m.Kind))
+	it.setS("f_id", m.From.Identity)
+	it.setS("f_ext", m.From.Extension)
+	it.setS("ak", m.AuthorKind)
+	it.setS("body", m.Body)
+	if m.Provenance != nil {
+		it.setS("p_model", m.Provenance.Model)
+		it.setS("p_client", m.Provenance.Client)
+	}
+	it.setT("cat", m.CreatedAt)
+	it.setN("dep", int64(m.Depth))
+	it.setS("as_id", m.Asker.Identity)
+	it.setS("as_ext", m.Asker.Extension)
+	it.setS("id_pk", core.MessageKey(m.ID))
+	return it
+}
+
+func decodeMessage(it item) core.Message {
+	m := core.Message{
+		ID: it.n("id"), Thread: it.n("th"), Parent: it.n("par"), Kind: core.Kind(it.s("kind")),
+		From: core.Party{Identity: it.s("f_id"), Extension: it.s("f_ext")}, AuthorKind: it.s("ak"),
+		Body: it.s("body"), CreatedAt: it.t("cat"), Depth: int(it.n("dep")),
+		Asker: core.Party{Identity: it.s("as_id"), Extension: it.s("as_ext")},
+	}
+	if it.s("p_model") != "" || it.s("p_client") != "" {
+		m.Provenance = &core.Provenance{Model: it.s("p_model"), Client: it.s("p_client")}
+	}
+	return m
+}
+
+func encodeEvent(e core.Event) item {
+	it := item{"pk": str(threadPK(e.Thread)), "sk": str(eventSK(e.Seq))}
+	it.setN("th", e.Thread)
+	it.setN("seq", e.Seq)
+	it.setS("from", string(e.From))
+	it.setS("to", string(e.To))
+	it.setS("org", string(e.Origin))
+	it.setS("actor", e.Actor)
+	it.setS("lbl", e.Label)
+	it.setT("at", e.At)
+	it.setB("cf", e.Confirmed)
+	it.setS("cause", e.Cause)
+	it.setS("ev_pk", eventsAll)
+	it.setS("ev_sk", orderKey(e.At, e.Thread, e.Seq))
+	return it
+}
+
+func decodeEvent(it item) core.Event {
+	return core.Event{
+		Thread: it.n("th"), Seq: it.n("seq"), From: core.State(it.s("from")), To: core.State(it.s("to")),
+		Origin: core.Origin(it.s("org")), Actor: it.s("actor"), Label: it.s("lbl"), At: it.t("at"),
+		Confirmed: it.b("cf"), Cause: it.s("cause"),
+	}
+}
+
+// Thread reads one thread item, strongly consistent.
+func (s *Store) Thread(ctx context.Context, id int64) (core.Thread, error) {
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, Key: s.key(threadPK(id), threadSK), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return core.Thread{}, err
+	}
+	if len(out.Item) == 0 {
+		return core.Thread{}, core.ErrNotFound
+	}
+	return decodeThread(out.Item), nil
+}
+
+// ThreadAndMessage reads the thread and a message of it in one BatchGetItem.
+func (s *Store) ThreadAndMessage(ctx context.Context, thread, msg int64) (core.Thread, core.Message, error) {
+	keys := []map[string]types.AttributeValue{s.key(threadPK(thread), threadSK), s.key(threadPK(thread), messageSK(msg))}
+	var got []map[string]types.AttributeValue
+	req := map[string]types.KeysAndAttributes{s.table: {Keys: keys, ConsistentRead: aws.Bool(true)}}
+	for attempt := 0; len(req) > 0; attempt++ {
+		if attempt > 5 {
+			return core.Thread{}, core.Message{}, errors.New("dynamo: BatchGetItem left keys unprocessed")
+		}
+		out, err := s.db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: req})
+		if err != nil {
+			return core.Thread{}, core.Message{}, err
+		}
+		got = append(got, out.Responses[s.table]...)
+		req = out.UnprocessedKeys
+	}
+	var th core.Thread
+	var m core.Message
+	found := false
+	for _, it := range got {
+		if item(it).s("sk") == threadSK {
+			th, found = decodeThread(it), true
+		} else {
+			m = decodeMessage(it)
+		}
+	}
+	if !found {
+		return th, m, core.ErrNotFound
+	}
+	return th, m, nil
+}
+
+// MessageThread finds a message's thread through the id index.
+func (s *Store) MessageThread(ctx context.Context, msg int64) (int64, error) {
+	out, err := s.db.Query(ctx, &dynamodb.QueryInput{
+		TableName: &s.table, IndexName: aws.String(IndexID),
+		KeyConditionExpression:    aws.String("id_pk = :id"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":id": str(core.MessageKey(msg))},
+	})
+	if err != nil {
+		return 0, err
+	}
+	if len(out.Items) == 0 {
+		return 0, core.ErrNotFound
+	}
+	return strconv.ParseInt(strings.TrimPrefix(item(out.Items[0]).s("pk"), "th_"), 10, 64)
+}
+
+// ThreadMessages reads the thread and its messages with one Query per page:
+// message items ("m#…") sort just before the thread item ("t").
+func (s *Store) ThreadMessages(ctx context.Context, id int64) (core.Thread, []core.Message, error) {
+	p := dynamodb.NewQueryPaginator(s.db, &dynamodb.QueryInput{
+		TableName: &s.table, ConsistentRead: aws.Bool(true),
+		KeyConditionExpression: aws.String("pk = :pk AND sk BETWEEN :lo AND :hi"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":pk": str(threadPK(id)), ":lo": str("m#"), ":hi": str(threadSK),
+		},
+	})
+	var th core.Thread
+	var msgs []core.Message
+	found := false
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return th, nil, err
+		}
+		for _, it := range page.Items {
+			if item(it).s("sk") == threadSK {
+				th, found = decodeThread(it), true
+			} else {
+				msgs = append(msgs, decodeMessage(it))
+			}
+		}
+	}
+	if !found {
+		return th, nil, core.ErrNotFound
+	}
+	return th, msgs, nil
+}
+
+// --- the one write
+
+// Commit writes a thread change as one TransactWriteItems: the thread Put
+// conditioned on the version it was read at, with the message, the event and
+// the idempotency record each conditioned on not existing.
+func (s *Store) Commit(ctx context.Context, c core.Commit) error {
+	threadCond := "attribute_not_exists(pk)"
+	vals := map[string]types.AttributeValue{}
+	if c.PrevVersion > 0 {
+		threadCond = "ver = :prev"
+		vals[":prev"] = num(c.PrevVersion)
+	}
+	// The thread item is always written whole: the embedded server mishandles
+	// UpdateItem that adds or drops GSI keys, and a Put is one write either way.
+	put := &types.Put{TableName: &s.table, Item: encodeThread(c.Thread), ConditionExpression: aws.String(threadCond)}
+	if len(vals) > 0 {
+		put.ExpressionAttributeValues = vals
+	}
+	items := []types.TransactWriteItem{{Put: put}}
+	fresh := aws.String("attribute_not_exists(pk)")
+	if c.Message != nil {
+		items = append(items, types.TransactWriteItem{Put: &types.Put{TableName: &s.table, Item: encodeMessage(*c.Message), ConditionExpression: fresh}})
+	}
+	if c.Event != nil {
+		items = append(items, types.TransactWriteItem{Put: &types.Put{TableName: &s.table, Item: encodeEvent(*c.Event), ConditionExpression: fresh}})
+	}
+	idemAt := -1
+	if c.Idempotency != nil {
+		idemAt = len(items)
+		it := item{"pk": str("idem#" + c.Idempotency.Key), "sk": str(idemSK)}
+		it.setS("res", string(c.Idempotency.Result))
+		it.setN(TTLAttribute, c.Idempotency.Expires.Unix())
+		items = append(items, types.TransactWriteItem{Put: &types.Put{
+			TableName: &s.table, Item: it,
+			// An expired record that TTL has not swept yet may be reused.
+			ConditionExpression:       aws.String("attribute_not_exists(pk) OR #exp < :now"),
+			ExpressionAttributeNames:  map[string]string{"#exp": TTLAttribute},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":now": num(s.clock.Now().Unix())},
+		}})
+	}
+	_, err := s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+	return classifyTransact(err, idemAt)
+}
+
+// classifyTransact turns a cancelled transaction into the store errors the
+// service understands: the idempotency record → ErrExists; the thread's
+// version, or a conflicting transaction → ErrConflict.
+func classifyTransact(err error, idemAt int) error {
+	var tce *types.TransactionCanceledException
+	if !errors.As(err, &tce) {
+		return err
+	}
+	for i, r := range tce.CancellationReasons {
+		if aws.ToString(r.Code) == "ConditionalCheckFailed" && i == idemAt {
+			return core.ErrExists
+		}
+	}
+	for _, r := range tce.CancellationReasons {
+		switch aws.ToString(r.Code) {
+		case "ConditionalCheckFailed", "TransactionConflict":
+			return core.ErrConflict
+		}
+	}
+	return err
+}
+
+// Idempotent reads a stored post result; an expired one counts as absent.
+func (s *Store) Idempotent(ctx context.Context, key string) ([]byte, error) {
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, Key: s.key("idem#"+key, idemSK), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return nil, err
+	}
+	it := item(out.Item)
+	if len(it) == 0 || it.n(TTLAttribute) < s.clock.Now().Unix() {
+		return nil, core.ErrNotFound
+	}
+	return []byte(it.s("res")), nil
+}
+
+// --- listings
+
+// Threads pages through the state index or the list index, newest first.
+func (s *Store) Threads(ctx context.Context, q core.ThreadQuery) ([]core.Thread, string, error) {
+	index, pkAttr, skAttr, pk := IndexList, "ls_pk", "ls_sk", threadsAll
+	if q.State != "" {
+		index, pkAttr, skAttr, pk = IndexState, "st_pk", "st_sk", "state#"+string(q.State)
+	}
+	in := &dynamodb.QueryInput{
+		TableName: &s.table, IndexName: aws.String(index), ScanIndexForward: aws.Bool(false), Limit: aws.Int32(int32(q.Limit)),
+		KeyConditionExpression:    aws.String(pkAttr + " = :pk"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(pk)},
+	}
+	if q.After != "" {
+		in.KeyConditionExpression = aws.String(pkAttr + " = :pk AND " + skAttr + " < :after")
+		in.ExpressionAttributeValues[":after"] = str(q.After)
+	}
+	out, err := s.db.Query(ctx, in)
+	if err != nil {
+		return nil, "", err
+	}
+	ths := make([]core.Thread, 0, len(out.Items))
+	for _, it := range out.Items {
+		ths = append(ths, decodeThread(it))
+	}
+	next := ""
+	if len(out.LastEvaluatedKey) > 0 && len(ths) > 0 {
+		next = pad12(ths[len(ths)-1].ID)
+	}
+	return ths, next, nil
+}
+
+// Events pages through one thread's events (table query) or all events
+// (events index), oldest first. The position is "<thread>:<seq>" or the order key.
+func (s *Store) Events(ctx context.Context, q core.EventQuery) ([]core.Event, string, error) {
+	in := &dynamodb.QueryInput{TableName: &s.table, Limit: aws.Int32(int32(q.Limit))}
+	if q.Thread != 0 {
+		from := int64(0)
+		if q.After != "" {
+			_, seq, _ := strings.Cut(q.After, ":")
+			from, _ = strconv.ParseInt(seq, 10, 64)
+		}
+		in.ConsistentRead = aws.Bool(true)
+		in.KeyConditionExpression = aws.String("pk = :pk AND sk BETWEEN :lo AND :hi")
+		in.ExpressionAttributeValues = map[string]types.AttributeValue{
+			":pk": str(threadPK(q.Thread)), ":lo": str(eventSK(from + 1)), ":hi": str("e#9999999999"),
+		}
+	} else {
+		in.IndexName = aws.String(IndexEvents)
+		in.KeyConditionExpression = aws.String("ev_pk = :pk")
+		in.ExpressionAttributeValues = map[string]types.AttributeValue{":pk": str(eventsAll)}
+		if q.After != "" {
+			in.KeyConditionExpression = aws.String("ev_pk = :pk AND ev_sk > :after")
+			in.ExpressionAttributeValues[":after"] = str(q.After)
+		}
+	}
+	out, err := s.db.Query(ctx, in)
+	if err != nil {
+		return nil, "", err
+	}
+	evs := make([]core.Event, 0, len(out.Items))
+	for _, it := range out.Items {
+		evs = append(evs, decodeEvent(it))
+	}
+	next := ""
+	if n := len(evs); n > 0 {
+		last := evs[n-1]
+		if q.Thread != 0 {
+			next = pad12(q.Thread) + ":" + pad10(last.Seq)
+		} else {
+			next = orderKey(last.At, last.Thread, last.Seq)
+		}
+	}
+	return evs, next, nil
+}
+
+// Awaiting merges two partitions of the inbox index, the caller's identity
+// and the broad one, in order-key order. Each round reads one page of each
+// from the last position handed out; only entries up to the smaller last key
+// of a partition that has more are safe to hand out, so the merge never skips
+// one. A further round is needed only when Keep dropped entries.
+func (s *Store) Awaiting(ctx context.Context, q core.AwaitingQuery) ([]core.Thread, string, error) {
+	parts := []string{"aw#" + q.Identity, awaitBroad}
+	pos := q.After
+	var kept []core.Thread
+	for len(kept) < q.Limit {
+		type entry struct {
+			key string
+			th  core.Thread
+		}
+		var merged []entry
+		bound := ""
+		more := false
+		for _, pk := range parts {
+			in := &dynamodb.QueryInput{
+				TableName: &s.table, IndexName: aws.String(IndexAwaiting), Limit: aws.Int32(int32(q.Limit)),
+				KeyConditionExpression:    aws.String("ib_pk = :pk AND ib_sk > :after"),
+				ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(pk), ":after": str(pos)},
+			}
+			out, err := s.db.Query(ctx, in)
+			if err != nil {
+				return nil, "", err
+			}
+			for _, it := range out.Items {
+				merged = append(merged, entry{key: item(it).s("ib_sk"), th: decodeThread(it)})
+			}
+			if len(out.LastEvaluatedKey) > 0 && len(out.Items) > 0 {
+				last := item(out.Items[len(out.Items)-1]).s("ib_sk")
+				if !more || last < bound {
+					bound = last
+				}
+				more = true
+			}
+		}
+		if len(merged) == 0 {
+			break
+		}
+		sort.Slice(merged, func(i, j int) bool { return merged[i].key < merged[j].key })
+		for _, e := range merged {
+			if (more && e.key > bound) || len(kept) == q.Limit {
+				break
+			}
+			pos = e.key
+			if q.Keep(e.th) {
+				kept = append(kept, e.th)
+			}
+		}
+		if !more {
+			break
+		}
+	}
+	if pos == q.After {
+		pos = ""
+	}
+	return kept, pos, nil
+}
