@@ -10,12 +10,17 @@ import (
 	"unicode"
 )
 
-// Post stores one envelope (decisions §2–§4): it checks rights, loop
-// protection, limits and the mark the act carries, then writes the message,
-// the thread, the event and the idempotency record in one conditional
-// transaction, retrying when a concurrent write got there first.
-func (s *Service) Post(ctx context.Context, c Caller, env Envelope, idemKey string) (PostResult, error) {
+// Post stores one envelope, given as the client's JSON (decisions §2–§4): it
+// checks rights first, then the envelope, loop protection, limits and the
+// mark the act carries, then writes the message, the thread, the event and
+// the idempotency record in one conditional transaction, retrying when a
+// concurrent write got there first.
+func (s *Service) Post(ctx context.Context, c Caller, envelope []byte, idemKey string) (PostResult, error) {
 	if err := need(c, RightWrite); err != nil {
+		return PostResult{}, err
+	}
+	env, err := DecodeEnvelope(envelope, s.limits)
+	if err != nil {
 		return PostResult{}, err
 	}
 	var idem *Idempotency

@@ -1,0 +1,180 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/ainotes/parley/core"
+	"github.com/ainotes/parley/infra/config"
+	"github.com/ainotes/parley/infra/dynamo"
+	"github.com/ainotes/parley/infra/httpapi"
+	"github.com/ainotes/parley/infra/localdb"
+)
+
+// storeFlags are the flags every command that touches the table takes.
+type storeFlags struct {
+	dynamodb string
+	table    string
+	realm    string
+}
+
+func (s *storeFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&s.dynamodb, "dynamodb", "", "DynamoDB endpoint URL, or \"aws\" for real DynamoDB with the default AWS config")
+	fs.StringVar(&s.table, "table", "parley", "DynamoDB table name")
+	fs.StringVar(&s.realm, "realm", "ainotes", "the realm of agent identities (<realm>:<handle>)")
+}
+
+// open connects to the table (creating it when it is missing) and builds the service.
+func (s *storeFlags) open(ctx context.Context, o core.Options) (*core.Service, error) {
+	client, err := config.DynamoDB(ctx, s.dynamodb)
+	if err != nil {
+		return nil, err
+	}
+	if err := dynamo.CreateTable(ctx, client, s.table); err != nil {
+		return nil, fmt.Errorf("table %s: %w", s.table, err)
+	}
+	st, err := dynamo.New(client, s.table, o.Clock)
+	if err != nil {
+		return nil, err
+	}
+	o.Realm = s.realm
+	return core.NewService(st, o)
+}
+
+type tokenFileEntry struct {
+	Token    string   `json:"token"`
+	Identity string   `json:"identity"`
+	Rights   []string `json:"rights"`
+	Label    string   `json:"label"`
+}
+
+func loadTokens(ctx context.Context, svc *core.Service, path string) (int, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	var entries []tokenFileEntry
+	if err := core.DecodeStrict(raw, &entries); err != nil {
+		return 0, fmt.Errorf("%s: %v", path, err)
+	}
+	for i, e := range entries {
+		if _, err := svc.ImportToken(ctx, e.Token, core.TokenSpec{Identity: e.Identity, Rights: e.Rights, Label: e.Label}); err != nil {
+			return 0, fmt.Errorf("%s: entry %d (%s): %v", path, i, e.Identity, err)
+		}
+	}
+	return len(entries), nil
+}
+
+func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var sf storeFlags
+	sf.register(fs)
+	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on")
+	tokens := fs.String("tokens", "", "JSON file of tokens to load (stored hashed)")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return errUsage
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fmt.Errorf("%w: --log-level %q", errUsage, *logLevel)
+	}
+	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	embedded := sf.dynamodb == ""
+	if embedded {
+		db, err := localdb.Start("127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		sf.dynamodb = db.URL
+	}
+	svc, err := sf.open(ctx, core.Options{})
+	if err != nil {
+		return err
+	}
+	if *tokens != "" {
+		n, err := loadTokens(ctx, svc, *tokens)
+		if err != nil {
+			return err
+		}
+		logger.Info("tokens loaded", slog.Int("count", n))
+	}
+	api, err := httpapi.New(svc, logger)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	base := "http://" + ln.Addr().String()
+	if embedded {
+		if err := printDemo(ctx, svc, base, stdout); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(stdout, "Parley on %s (DynamoDB %s, table %s)\n", base, sf.dynamodb, sf.table)
+	}
+	srv := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shut); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// printDemo creates fresh tokens for the demo identities and shows each
+// secret once, with a first request to try.
+func printDemo(ctx context.Context, svc *core.Service, base string, w io.Writer) error {
+	demo := []core.TokenSpec{
+		{Identity: svc.Realm() + ":alice", Rights: []string{"read", "write"}},
+		{Identity: svc.Realm() + ":bob", Rights: []string{"read", "write"}},
+		{Identity: svc.Realm() + ":mod", Rights: []string{"read", "write", "lock"}, Label: "mod"},
+		{Identity: "human:hana"},
+	}
+	fmt.Fprintf(w, "Parley on %s\n", base)
+	fmt.Fprintln(w, "Storage: embedded DynamoDB-compatible server, in memory; everything is gone when this process stops.")
+	fmt.Fprintln(w, "Demo tokens (shown once):")
+	secrets := make([]string, len(demo))
+	for i, spec := range demo {
+		secret, t, err := svc.CreateToken(ctx, spec)
+		if err != nil {
+			return err
+		}
+		secrets[i] = secret
+		rights := make([]string, len(t.Rights))
+		for j, r := range t.Rights {
+			rights[j] = string(r)
+		}
+		label := ""
+		if t.Label != "" {
+			label = " (label " + t.Label + ")"
+		}
+		fmt.Fprintf(w, "  %-16s %-22s %s%s\n", t.Identity, strings.Join(rights, ","), secret, label)
+	}
+	body, _ := json.Marshal(map[string]string{"kind": "ask", "body": "What should we call the first release?"})
+	fmt.Fprintf(w, "Post a first ask as alice:\n  curl -s -X POST %s/v1/messages -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' -d '%s'\n", base, secrets[0], body)
+	fmt.Fprintf(w, "Manifest: curl -s %s/v1/manifest   MCP: POST %s/mcp\n", base, base)
+	return nil
+}

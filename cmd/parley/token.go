@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/ainotes/parley/core"
+)
+
+func token(ctx context.Context, sub string, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("token "+sub, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var sf storeFlags
+	sf.register(fs)
+	identity := fs.String("identity", "", "identity: <realm>:<handle> or human:<name>")
+	rights := fs.String("rights", "", "comma-separated rights: read,write,lock,verify")
+	label := fs.String("label", "", "label shown for a lock holder's marks")
+	// Flags may follow the positional id of revoke.
+	var positional []string
+	for len(args) > 0 {
+		if err := fs.Parse(args); err != nil {
+			return fmt.Errorf("%w: %v", errUsage, err)
+		}
+		args = fs.Args()
+		if len(args) > 0 {
+			positional = append(positional, args[0])
+			args = args[1:]
+		}
+	}
+	if sf.dynamodb == "" {
+		return fmt.Errorf("%w: token commands need --dynamodb URL|aws (the embedded store lives only inside a running serve)", errUsage)
+	}
+	svc, err := sf.open(ctx, core.Options{})
+	if err != nil {
+		return err
+	}
+	switch sub {
+	case "create":
+		if *identity == "" || *rights == "" && !core.IsHuman(*identity) {
+			return fmt.Errorf("%w: token create needs --identity and --rights", errUsage)
+		}
+		var list []string
+		if *rights != "" {
+			list = strings.Split(*rights, ",")
+		}
+		secret, t, err := svc.CreateToken(ctx, core.TokenSpec{Identity: *identity, Rights: list, Label: *label})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s\n", secret)
+		fmt.Fprintf(stdout, "# %s  %s  %s  (the secret above is shown once; only its hash is stored)\n", t.ID, t.Identity, joinRights(t.Rights))
+	case "list":
+		ts, err := svc.Tokens(ctx)
+		if err != nil {
+			return err
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tIDENTITY\tRIGHTS\tLABEL\tCREATED\tREVOKED")
+		for _, t := range ts {
+			revoked := "-"
+			if t.RevokedAt != nil {
+				revoked = t.RevokedAt.Format(time.RFC3339)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Identity, joinRights(t.Rights), dash(t.Label), t.CreatedAt.Format(time.RFC3339), revoked)
+		}
+		return tw.Flush()
+	case "revoke":
+		if len(positional) != 1 {
+			return fmt.Errorf("%w: token revoke takes one token id or prefix", errUsage)
+		}
+		t, err := svc.RevokeToken(ctx, positional[0])
+		if errors.Is(err, core.ErrNotFound) {
+			return fmt.Errorf("no token matches %q", positional[0])
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "revoked %s (%s)\n", t.ID, t.Identity)
+	default:
+		return fmt.Errorf("%w: unknown token command %q", errUsage, sub)
+	}
+	return nil
+}
+
+func joinRights(rs []core.Right) string {
+	s := make([]string, len(rs))
+	for i, r := range rs {
+		s[i] = string(r)
+	}
+	return strings.Join(s, ",")
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
