@@ -8,6 +8,9 @@ var Markable = []State{StateAnswered, StateDecided, StateClosed, StateDeferred, 
 
 // Mark sets a thread's state (decisions §4).
 func (s *Service) Mark(ctx context.Context, c Caller, thread int64, target string) (ThreadState, error) {
+	if err := need(c, RightWrite); err != nil {
+		return ThreadState{}, err
+	}
 	to := State(target)
 	if !to.Valid() {
 		return ThreadState{}, invalid("state", "state must be one of answered, decided, closed, deferred, obsolete, rejected")
