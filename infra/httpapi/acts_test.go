@@ -12,15 +12,15 @@ func TestActs(t *testing.T) {
 	w := newWorld(t, core.Options{})
 	c := w.cast
 	type step struct {
-		name      string
-		token     string
-		ext       string
-		kind      string
-		parent    string // name of an earlier step; "" = the thread's root
-		status    int
-		state     string
-		proposal  bool
-		awaiting  string
+		name     string
+		token    string
+		ext      string
+		kind     string
+		parent   string // name of an earlier step; "" = the thread's root
+		status   int
+		state    string
+		proposal bool
+		awaiting string
 	}
 	steps := []step{
 		{"alice asks", c.Alice, "", "ask", "", 201, "open", false, "any-but:ainotes:alice/"},

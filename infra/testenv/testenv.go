@@ -92,13 +92,14 @@ type Cast struct {
 // Cast creates tokens for two writers and a third, a lock holder labelled
 // "mod", a human and a read-only token.
 func (e *Env) Cast(t testing.TB) Cast {
+	r := e.Service.Realm() + ":"
 	return Cast{
-		Alice:  e.Token(t, "ainotes:alice", "", "read", "write"),
-		Bob:    e.Token(t, "ainotes:bob", "", "read", "write"),
-		Carol:  e.Token(t, "ainotes:carol", "", "read", "write"),
-		Mod:    e.Token(t, "ainotes:mod", "mod", "read", "write", "lock"),
+		Alice:  e.Token(t, r+"alice", "", "read", "write"),
+		Bob:    e.Token(t, r+"bob", "", "read", "write"),
+		Carol:  e.Token(t, r+"carol", "", "read", "write"),
+		Mod:    e.Token(t, r+"mod", "mod", "read", "write", "lock"),
 		Human:  e.Token(t, "human:hana", ""),
-		Reader: e.Token(t, "ainotes:reader", "", "read"),
+		Reader: e.Token(t, r+"reader", "", "read"),
 	}
 }
 
