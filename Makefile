@@ -19,7 +19,14 @@ vet:
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 
-test: vet
+TSCLIENT  := infra/mcpapi/tsclient
+
+# The official MCP TypeScript client, for the interoperability test.
+$(TSCLIENT)/node_modules/.installed: $(TSCLIENT)/package.json $(TSCLIENT)/package-lock.json
+	cd $(TSCLIENT) && npm ci --no-audit --no-fund
+	touch $@
+
+test: vet $(TSCLIENT)/node_modules/.installed
 	$(GO) test -count=1 ./...
 
 clean:

@@ -31,11 +31,11 @@ func decodeCursor(field, kind, cursor string) (string, error) {
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(cursor)
 	if err != nil || len(cursor) > 128 {
-		return "", invalid(field, "%s is not a cursor this server issued", field)
+		return "", Invalid(field, "%s is not a cursor this server issued", field)
 	}
 	k, pos, ok := strings.Cut(string(raw), "|")
 	if !ok || k != kind || !cursorPatterns[kind].MatchString(pos) {
-		return "", invalid(field, "%s is not a cursor this server issued for this query", field)
+		return "", Invalid(field, "%s is not a cursor this server issued for this query", field)
 	}
 	return pos, nil
 }

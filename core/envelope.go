@@ -53,7 +53,7 @@ type wireFrom struct {
 // trailing data and invalid UTF-8 with invalid_body naming the field.
 func DecodeStrict(data []byte, v any) error {
 	if !utf8.Valid(data) {
-		return invalid("body", "the request is not valid UTF-8")
+		return Invalid("body", "the request is not valid UTF-8")
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -62,7 +62,7 @@ func DecodeStrict(data []byte, v any) error {
 		return jsonRefusal(err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return invalid("body", "the request holds more than one JSON value")
+		return Invalid("body", "the request holds more than one JSON value")
 	}
 	return nil
 }
@@ -76,16 +76,16 @@ func jsonRefusal(err error) *Refusal {
 		if field == "" {
 			field = "body"
 		}
-		return invalid(field, "%s has the wrong type", field)
+		return Invalid(field, "%s has the wrong type", field)
 	case errors.As(err, &syntaxErr):
-		return invalid("body", "malformed JSON at offset %d", syntaxErr.Offset)
+		return Invalid("body", "malformed JSON at offset %d", syntaxErr.Offset)
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-		return invalid(field, "unknown field %q", field)
+		return Invalid(field, "unknown field %q", field)
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return invalid("body", "the request is empty or truncated")
+		return Invalid("body", "the request is empty or truncated")
 	}
-	return invalid("body", "malformed JSON")
+	return Invalid("body", "malformed JSON")
 }
 
 // DecodeEnvelope validates a client's envelope against decisions §2 and the limits.
@@ -96,54 +96,54 @@ func DecodeEnvelope(data []byte, lim Limits) (Envelope, error) {
 	}
 	var env Envelope
 	if len(w.Parley) > 0 && string(w.Parley) != `"1"` {
-		return env, invalid("parley", `parley must be "1"`)
+		return env, Invalid("parley", `parley must be "1"`)
 	}
 	if w.Kind == nil || *w.Kind == "" {
-		return env, invalid("kind", "kind is required")
+		return env, Invalid("kind", "kind is required")
 	}
 	env.Kind = Kind(*w.Kind)
 	if !coreKind(env.Kind) {
-		return env, invalid("kind", "this instance does not speak the kind %q", *w.Kind)
+		return env, Invalid("kind", "this instance does not speak the kind %q", *w.Kind)
 	}
 	var err error
-	if env.Thread, err = parseRefJSON(w.Thread, "th_", "thread"); err != nil {
+	if env.Thread, err = ParseRefJSON(w.Thread, "th_", "thread"); err != nil {
 		return env, err
 	}
-	if env.Parent, err = parseRefJSON(w.Parent, "msg_", "parent"); err != nil {
+	if env.Parent, err = ParseRefJSON(w.Parent, "msg_", "parent"); err != nil {
 		return env, err
 	}
 	if w.From != nil && w.From.Extension != nil {
 		env.Extension = *w.From.Extension
 		if env.Extension != "" && !ValidHandle(env.Extension) {
-			return env, invalid("from.extension", "extension must match ^[a-z0-9][a-z0-9_-]{0,31}$")
+			return env, Invalid("from.extension", "extension must match ^[a-z0-9][a-z0-9_-]{0,31}$")
 		}
 	}
 	if w.Body == nil || strings.TrimSpace(*w.Body) == "" {
-		return env, invalid("body", "body is required and must not be blank")
+		return env, Invalid("body", "body is required and must not be blank")
 	}
 	env.Body = *w.Body
 	if n := utf8.RuneCountInString(env.Body); n > lim.Body {
-		return env, invalid("body", "body has %d characters; the limit is %d", n, lim.Body).with("limit", lim.Body)
+		return env, Invalid("body", "body has %d characters; the limit is %d", n, lim.Body).with("limit", lim.Body)
 	}
 	if strings.ContainsRune(env.Body, 0) {
-		return env, invalid("body", "body must not contain NUL characters")
+		return env, Invalid("body", "body must not contain NUL characters")
 	}
 	if p := w.Provenance; p != nil {
 		if utf8.RuneCountInString(p.Model) > lim.Provenance || strings.ContainsRune(p.Model, 0) {
-			return env, invalid("provenance.model", "provenance.model is limited to %d characters", lim.Provenance)
+			return env, Invalid("provenance.model", "provenance.model is limited to %d characters", lim.Provenance)
 		}
 		if utf8.RuneCountInString(p.Client) > lim.Provenance || strings.ContainsRune(p.Client, 0) {
-			return env, invalid("provenance.client", "provenance.client is limited to %d characters", lim.Provenance)
+			return env, Invalid("provenance.client", "provenance.client is limited to %d characters", lim.Provenance)
 		}
 		if p.Model != "" || p.Client != "" {
 			env.Provenance = p
 		}
 	}
 	if env.Thread == 0 && env.Kind != KindAsk {
-		return env, invalid("thread", "%s needs a thread; only ask opens a new one", env.Kind)
+		return env, Invalid("thread", "%s needs a thread; only ask opens a new one", env.Kind)
 	}
 	if env.Thread == 0 && env.Parent != 0 {
-		return env, invalid("parent", "parent needs a thread")
+		return env, Invalid("parent", "parent needs a thread")
 	}
 	return env, nil
 }
@@ -151,16 +151,16 @@ func DecodeEnvelope(data []byte, lim Limits) (Envelope, error) {
 // maxRef keeps ids well inside the 12 digits the store pads them to.
 const maxRef = 999_999_999_999
 
-// parseRefJSON accepts a key ("th_1042"), a number (1042) or a numeric
+// ParseRefJSON accepts a key ("th_1042"), a number (1042) or a numeric
 // string ("1042"); absent or null gives 0.
-func parseRefJSON(raw json.RawMessage, prefix, field string) (int64, error) {
+func ParseRefJSON(raw json.RawMessage, prefix, field string) (int64, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return 0, nil
 	}
 	if raw[0] == '"' {
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
-			return 0, invalid(field, "%s is not a valid reference", field)
+			return 0, Invalid(field, "%s is not a valid reference", field)
 		}
 		return ParseRef(s, prefix, field)
 	}
@@ -175,16 +175,16 @@ func ParseRef(s, prefix, field string) (int64, error) {
 		digits = strings.TrimPrefix(s, prefix)
 	}
 	if digits == "" || len(digits) > 12 || digits[0] == '0' {
-		return 0, invalid(field, "%s must be %sN or a positive number", field, prefix)
+		return 0, Invalid(field, "%s must be %sN or a positive number", field, prefix)
 	}
 	for _, c := range digits {
 		if c < '0' || c > '9' {
-			return 0, invalid(field, "%s must be %sN or a positive number", field, prefix)
+			return 0, Invalid(field, "%s must be %sN or a positive number", field, prefix)
 		}
 	}
 	n, err := strconv.ParseInt(digits, 10, 64)
 	if err != nil || n <= 0 || n > maxRef {
-		return 0, invalid(field, "%s is out of range", field)
+		return 0, Invalid(field, "%s is out of range", field)
 	}
 	return n, nil
 }

@@ -13,10 +13,10 @@ func (s *Service) Mark(ctx context.Context, c Caller, thread int64, target strin
 	}
 	to := State(target)
 	if !to.Valid() {
-		return ThreadState{}, invalid("state", "state must be one of answered, decided, closed, deferred, obsolete, rejected")
+		return ThreadState{}, Invalid("state", "state must be one of answered, decided, closed, deferred, obsolete, rejected")
 	}
 	if to == StateOpen && !c.Human() {
-		return ThreadState{}, invalid("state", "open is reached through reopen")
+		return ThreadState{}, Invalid("state", "open is reached through reopen")
 	}
 	return s.change(ctx, c, thread, OpMark, to)
 }

@@ -26,7 +26,7 @@ func (s *Service) Post(ctx context.Context, c Caller, envelope []byte, idemKey s
 	var idem *Idempotency
 	if idemKey != "" {
 		if len(idemKey) > s.limits.IdempotencyKey || !printable(idemKey) {
-			return PostResult{}, invalid("idempotency_key", "the idempotency key must be 1 to %d printable characters", s.limits.IdempotencyKey)
+			return PostResult{}, Invalid("idempotency_key", "the idempotency key must be 1 to %d printable characters", s.limits.IdempotencyKey)
 		}
 		sum := sha256.Sum256([]byte(c.TokenID + "\x00" + idemKey))
 		idem = &Idempotency{Key: hex.EncodeToString(sum[:])}
@@ -199,7 +199,7 @@ func (s *Service) readParent(ctx context.Context, thread, parent int64) (Thread,
 	case err != nil:
 		return th, msg, err
 	}
-	return th, msg, invalid("parent", "%s belongs to %s, not %s", MessageKey(parent), ThreadKey(other), ThreadKey(thread))
+	return th, msg, Invalid("parent", "%s belongs to %s, not %s", MessageKey(parent), ThreadKey(other), ThreadKey(thread))
 }
 
 // apply writes an outcome into the thread's state fields and returns its event.

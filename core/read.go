@@ -35,7 +35,7 @@ func (s *Service) ListThreads(ctx context.Context, c Caller, q ListThreadsQuery)
 	}
 	st := State(q.State)
 	if q.State != "" && !st.Valid() {
-		return ThreadPage{}, invalid("state", "unknown state %q", q.State)
+		return ThreadPage{}, Invalid("state", "unknown state %q", q.State)
 	}
 	after, err := decodeCursor("cursor", "threads", q.Cursor)
 	if err != nil {
@@ -77,7 +77,7 @@ func (s *Service) Events(ctx context.Context, c Caller, q EventsQuery) (EventPag
 		return EventPage{}, err
 	}
 	if kind == "tevents" && after != "" && after[:12] != fmt.Sprintf("%012d", q.Thread) {
-		return EventPage{}, invalid("since", "since is a cursor of another thread")
+		return EventPage{}, Invalid("since", "since is a cursor of another thread")
 	}
 	evs, next, err := s.store.Events(ctx, EventQuery{Thread: q.Thread, After: after, Limit: s.page(q.Limit)})
 	if err != nil {
@@ -110,7 +110,7 @@ func (s *Service) Inbox(ctx context.Context, c Caller, q InboxQuery) (InboxPage,
 	self := Party{Identity: c.Identity}
 	if q.Extension != nil {
 		if *q.Extension != "" && !ValidHandle(*q.Extension) {
-			return InboxPage{}, invalid("extension", "extension must match ^[a-z0-9][a-z0-9_-]{0,31}$")
+			return InboxPage{}, Invalid("extension", "extension must match ^[a-z0-9][a-z0-9_-]{0,31}$")
 		}
 		self.Extension = *q.Extension
 	}

@@ -58,7 +58,8 @@ func (r *Refusal) with(key string, value any) *Refusal {
 	return r
 }
 
-func invalid(field, format string, args ...any) *Refusal {
+// Invalid is invalid_body naming the field at fault.
+func Invalid(field, format string, args ...any) *Refusal {
 	return refuse(ReasonInvalidBody, format, args...).with("field", field)
 }
 

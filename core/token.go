@@ -54,17 +54,17 @@ type TokenSpec struct {
 // validate checks a spec against the realm.
 func (s TokenSpec) validate(realm string) ([]Right, error) {
 	if !ValidIdentity(s.Identity, realm) {
-		return nil, invalid("identity", "identity must be %s:<handle> or human:<name>, handle matching ^[a-z0-9][a-z0-9_-]{0,31}$", realm)
+		return nil, Invalid("identity", "identity must be %s:<handle> or human:<name>, handle matching ^[a-z0-9][a-z0-9_-]{0,31}$", realm)
 	}
 	rights, ok := ParseRights(s.Rights)
 	if !ok {
-		return nil, invalid("rights", "rights are read, write, lock and verify")
+		return nil, Invalid("rights", "rights are read, write, lock and verify")
 	}
 	if IsHuman(s.Identity) {
 		rights = append([]Right(nil), AllRights...) // a human implies every right
 	}
 	if len(s.Label) > 32 {
-		return nil, invalid("label", "label is limited to 32 characters")
+		return nil, Invalid("label", "label is limited to 32 characters")
 	}
 	return rights, nil
 }
@@ -82,7 +82,7 @@ func (s *Service) CreateToken(ctx context.Context, spec TokenSpec) (string, Toke
 // ImportToken stores a token whose secret the operator chose (a tokens file).
 func (s *Service) ImportToken(ctx context.Context, secret string, spec TokenSpec) (Token, error) {
 	if len(secret) < 16 {
-		return Token{}, invalid("token", "a token must be at least 16 characters")
+		return Token{}, Invalid("token", "a token must be at least 16 characters")
 	}
 	rights, err := spec.validate(s.realm)
 	if err != nil {
@@ -102,7 +102,7 @@ func (s *Service) Tokens(ctx context.Context) ([]Token, error) { return s.store.
 // RevokeToken revokes the one token whose id starts with idOrPrefix.
 func (s *Service) RevokeToken(ctx context.Context, idOrPrefix string) (Token, error) {
 	if idOrPrefix == "" {
-		return Token{}, invalid("id", "give a token id or a prefix of one")
+		return Token{}, Invalid("id", "give a token id or a prefix of one")
 	}
 	all, err := s.store.Tokens(ctx)
 	if err != nil {

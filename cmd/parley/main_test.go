@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -183,5 +184,66 @@ func TestServeWithTokensFileAndExternalDynamoDB(t *testing.T) {
 	_ = os.WriteFile(bad, []byte(`[{"token":"x","identity":"labs:a","rights":["read"],"extra":1}]`), 0o600)
 	if code, _, errOut := runCLI(t, "serve", "--addr", "127.0.0.1:0", "--dynamodb", db.URL, "--tokens", bad); code != 1 || !strings.Contains(errOut, "extra") {
 		t.Fatalf("a bad tokens file: %d %q", code, errOut)
+	}
+}
+
+// TestOfficialTypeScriptClient: the official MCP TypeScript client
+// (@modelcontextprotocol/sdk, installed by `make test`) connects to the
+// server `make run` starts, lists the tools, posts an ask, answers it from a
+// second token, reads the thread and meets a refusal.
+func TestOfficialTypeScriptClient(t *testing.T) {
+	dir, err := filepath.Abs("../../infra/mcpapi/tsclient")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk")); err != nil {
+		t.Fatalf("the TypeScript SDK is not installed (make test installs it): %v", err)
+	}
+	base, out := startServe(t)
+	tok := func(who string) string {
+		m := regexp.MustCompile(who + `\s+\S+\s+(pt_[a-z0-9]+)`).FindStringSubmatch(out.String())
+		if m == nil {
+			t.Fatalf("no token for %s", who)
+		}
+		return m[1]
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", "client.mjs", base, tok("ainotes:alice"), tok("ainotes:bob"))
+	cmd.Dir = dir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("client: %v\n%s\n%s", err, stdout.String(), stderr.String())
+	}
+	var got struct {
+		Tools    []string       `json:"tools"`
+		Thread   string         `json:"thread"`
+		State    string         `json:"state"`
+		Awaiting map[string]any `json:"awaiting"`
+		Root     struct{ ID, From, Body string }
+		Reply    struct{ ID, From, Kind string }
+		Refusal  struct {
+			IsError bool   `json:"isError"`
+			Reason  string `json:"reason"`
+		}
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &got); err != nil {
+		t.Fatalf("client output %q: %v", stdout.String(), err)
+	}
+	want := "confirm events get_manifest get_thread inbox list_threads mark post reopen whoami"
+	if strings.Join(got.Tools, " ") != want {
+		t.Fatalf("tools %v", got.Tools)
+	}
+	if got.State != "answered" || got.Root.From != "ainotes:alice" || got.Reply.From != "ainotes:bob" || got.Reply.Kind != "answer" || got.Awaiting["identity"] != "ainotes:alice" {
+		t.Fatalf("thread as the client read it: %+v", got)
+	}
+	if !got.Refusal.IsError || got.Refusal.Reason != "self_reply" {
+		t.Fatalf("refusal as the client saw it: %+v", got.Refusal)
+	}
+	// The same thread over plain HTTP.
+	status, body := call(t, "GET", base+"/v1/threads/"+got.Thread, tok("ainotes:bob"), "")
+	if status != 200 || body["message_count"].(float64) != 2 {
+		t.Fatalf("HTTP read of the client's thread: %d %v", status, body)
 	}
 }

@@ -19,7 +19,11 @@ import (
 	"github.com/ainotes/parley/infra/dynamo"
 	"github.com/ainotes/parley/infra/httpapi"
 	"github.com/ainotes/parley/infra/localdb"
+	"github.com/ainotes/parley/infra/mcpapi"
 )
+
+// version is reported to MCP clients as serverInfo.version.
+const version = "0.1.0"
 
 // storeFlags are the flags every command that touches the table takes.
 type storeFlags struct {
@@ -116,6 +120,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	mcp, err := mcpapi.New(svc, logger, version)
+	if err != nil {
+		return err
+	}
+	mux := api.Handler()
+	mux.Handle("/mcp", mcp)
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err
@@ -128,7 +138,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	} else {
 		fmt.Fprintf(stdout, "Parley on %s (DynamoDB %s, table %s)\n", base, sf.dynamodb, sf.table)
 	}
-	srv := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

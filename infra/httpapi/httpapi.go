@@ -104,7 +104,9 @@ func WithRequestID(ctx context.Context, id string) context.Context {
 	return context.WithValue(ctx, ctxKey{}, id)
 }
 
-func requestID(r *http.Request) string {
+// RequestID returns the request's id: the one an outer adapter supplied, the
+// client's X-Request-Id, or a new random one.
+func RequestID(r *http.Request) string {
 	if id, ok := r.Context().Value(ctxKey{}).(string); ok && id != "" {
 		return id
 	}
@@ -129,7 +131,7 @@ func Bearer(r *http.Request) string {
 func (a *API) wrap(op operation) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		rid := requestID(r)
+		rid := RequestID(r)
 		w.Header().Set(RequestIDHeader, rid)
 		identity := ""
 		status, value, err := func() (int, any, error) {
@@ -149,25 +151,45 @@ func (a *API) wrap(op operation) http.Handler {
 		}()
 		outcome := "ok"
 		if err != nil {
-			ref, st, retry := refusal.Of(err)
-			status, value, outcome = st, refusal.Body{Error: ref}, string(ref.Reason)
-			if retry != "" {
-				w.Header().Set("Retry-After", retry)
-			}
-			if ref.Reason == core.ReasonUnauthenticated {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="parley"`)
-			}
-			if _, isRefusal := errors.AsType[*core.Refusal](err); !isRefusal {
-				// The cause stays in the log; the caller sees only unavailable.
-				a.log.LogAttrs(r.Context(), slog.LevelError, "internal error", slog.String("request_id", rid), slog.String("op", op.name), slog.String("error", err.Error()))
-			}
+			LogInternal(r.Context(), a.log, rid, op.name, err)
+			var ref *core.Refusal
+			status, ref = WriteRefusal(w, err)
+			outcome = string(ref.Reason)
+		} else {
+			writeJSON(w, status, value)
 		}
-		writeJSON(w, status, value)
-		a.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
-			slog.String("request_id", rid), slog.String("op", op.name), slog.String("identity", identity),
-			slog.String("outcome", outcome), slog.Int("status", status),
-			slog.Float64("latency_ms", float64(time.Since(start).Microseconds())/1000))
+		LogRequest(r.Context(), a.log, "http", rid, op.name, identity, outcome, status, start)
 	})
+}
+
+// LogInternal logs the cause of an error that is not a refusal: the caller
+// sees only unavailable, the operator sees why.
+func LogInternal(ctx context.Context, log *slog.Logger, rid, op string, err error) {
+	if _, isRefusal := errors.AsType[*core.Refusal](err); !isRefusal {
+		log.LogAttrs(ctx, slog.LevelError, "internal error", slog.String("request_id", rid), slog.String("op", op), slog.String("error", err.Error()))
+	}
+}
+
+// LogRequest writes the one structured line every request gets, on either transport.
+func LogRequest(ctx context.Context, log *slog.Logger, transport, rid, op, identity, outcome string, status int, start time.Time) {
+	log.LogAttrs(ctx, slog.LevelInfo, "request", slog.String("transport", transport),
+		slog.String("request_id", rid), slog.String("op", op), slog.String("identity", identity),
+		slog.String("outcome", outcome), slog.Int("status", status),
+		slog.Float64("latency_ms", float64(time.Since(start).Microseconds())/1000))
+}
+
+// WriteRefusal writes a refusal as the HTTP error body with its status and
+// headers, and returns the status.
+func WriteRefusal(w http.ResponseWriter, err error) (int, *core.Refusal) {
+	ref, status, retry := refusal.Of(err)
+	if retry != "" {
+		w.Header().Set("Retry-After", retry)
+	}
+	if ref.Reason == core.ReasonUnauthenticated {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="parley"`)
+	}
+	writeJSON(w, status, refusal.Body{Error: ref})
+	return status, ref
 }
 
 // readBody reads at most limit bytes; a larger body is refused before parsing.
