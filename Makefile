@@ -7,7 +7,35 @@ GO        ?= go
 ADDR      ?= 127.0.0.1:8080
 BIN       := bin
 
-.PHONY: run test vet build bench clean
+.PHONY: run test vet build bench clean deploy
+
+# --- Lambda: one build-<LogicalId> target per function in template.yaml.
+# `sam build` runs them with ARTIFACTS_DIR set; each writes one bootstrap.
+ARTIFACTS_DIR  ?= bin/lambda
+LAMBDA_GOFLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w'
+lambda = GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build $(LAMBDA_GOFLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/$(1)
+
+build-GetManifestFunction: ; $(call lambda,get_manifest)
+build-WhoamiFunction:      ; $(call lambda,whoami)
+build-PostFunction:        ; $(call lambda,post)
+build-GetThreadFunction:   ; $(call lambda,get_thread)
+build-ListThreadsFunction: ; $(call lambda,list_threads)
+build-MarkFunction:        ; $(call lambda,mark)
+build-ConfirmFunction:     ; $(call lambda,confirm)
+build-ReopenFunction:      ; $(call lambda,reopen)
+build-EventsFunction:      ; $(call lambda,events)
+build-InboxFunction:       ; $(call lambda,inbox)
+build-McpFunction:         ; $(call lambda,mcp)
+
+# Deploys with the SAM CLI (not run in CI: it needs an AWS account).
+deploy:
+	sam build && sam deploy
+
+# The AWS Lambda Runtime Interface Emulator, pinned in go.mod as a tool; the
+# Lambda tests run every bootstrap under it.
+RIE := bin/aws-lambda-rie
+$(RIE): go.mod go.sum
+	$(GO) build -o $@ github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie
 
 run:
 	$(GO) run ./cmd/parley serve --addr $(ADDR)
@@ -26,7 +54,7 @@ $(TSCLIENT)/node_modules/.installed: $(TSCLIENT)/package.json $(TSCLIENT)/packag
 	cd $(TSCLIENT) && npm ci --no-audit --no-fund
 	touch $@
 
-test: vet $(TSCLIENT)/node_modules/.installed
+test: vet $(TSCLIENT)/node_modules/.installed $(RIE)
 	$(GO) test -count=1 ./...
 
 clean:

@@ -1,0 +1,295 @@
+package functions
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/ainotes/parley/core"
+	"github.com/ainotes/parley/infra/config"
+	"github.com/ainotes/parley/infra/dynamo"
+	"github.com/ainotes/parley/infra/localdb"
+	"github.com/ainotes/parley/infra/testenv"
+)
+
+// emulated is one function's bootstrap running under the emulator.
+type emulated struct {
+	url    string
+	stdout *testenv.SyncBuffer
+	stderr *testenv.SyncBuffer
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// buildHost builds every function for this machine with the Lambda build flags.
+func buildHost(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags=-s -w", "-o", dir+"/", "./...")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	return dir
+}
+
+// startEmulator runs one bootstrap under aws-lambda-rie on free loopback
+// ports (never the runtime API's default 9001).
+func startEmulator(t *testing.T, rie, bootstrap string, env []string) *emulated {
+	t.Helper()
+	addr, api := freePort(t), freePort(t)
+	cmd := exec.Command(rie, "--runtime-interface-emulator-address", addr, "--runtime-api-address", api, bootstrap)
+	cmd.Env = append(os.Environ(), env...)
+	e := &emulated{url: "http://" + addr + "/2015-03-31/functions/function/invocations", stdout: &testenv.SyncBuffer{}, stderr: &testenv.SyncBuffer{}}
+	cmd.Stdout, cmd.Stderr = e.stdout, e.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return e
+		}
+	}
+	t.Fatalf("emulator for %s did not listen: %s", bootstrap, e.stderr.String())
+	return nil
+}
+
+func (e *emulated) invoke(t *testing.T, event []byte) events.APIGatewayV2HTTPResponse {
+	t.Helper()
+	res, err := http.Post(e.url, "application/json", bytes.NewReader(event))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	var out events.APIGatewayV2HTTPResponse
+	if err := json.Unmarshal(raw, &out); err != nil || out.StatusCode == 0 {
+		t.Fatalf("invocation answered %d %q (%v)\nstderr: %s", res.StatusCode, raw, err, e.stderr.String())
+	}
+	return out
+}
+
+// TestFunctionsUnderEmulator builds every function for this machine, runs
+// each bootstrap under the AWS Lambda Runtime Interface Emulator against an
+// embedded DynamoDB server reached over loopback, and replays the events/
+// payloads as one flow across functions: ask → answer → decide → confirm →
+// close → reads → reopen → MCP.
+func TestFunctionsUnderEmulator(t *testing.T) {
+	rie, err := filepath.Abs("../bin/aws-lambda-rie")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(rie); err != nil {
+		t.Fatalf("the emulator is not built (make test builds bin/aws-lambda-rie): %v", err)
+	}
+	db, err := localdb.Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	client, err := config.DynamoDB(ctx, db.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dynamo.CreateTable(ctx, client, "parley-emulated"); err != nil {
+		t.Fatal(err)
+	}
+	store, _ := dynamo.New(client, "parley-emulated", nil)
+	svc, _ := core.NewService(store, core.Options{})
+	var tokens []struct {
+		Token, Identity, Label string
+		Rights                 []string
+	}
+	raw, err := os.ReadFile("../events/tokens.json")
+	if err != nil || json.Unmarshal(raw, &tokens) != nil {
+		t.Fatalf("events/tokens.json: %v", err)
+	}
+	for _, tk := range tokens {
+		if _, err := svc.ImportToken(ctx, tk.Token, core.TokenSpec{Identity: tk.Identity, Rights: tk.Rights, Label: tk.Label}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	bin := buildHost(t)
+	env := []string{"PARLEY_TABLE=parley-emulated", "PARLEY_DYNAMODB=" + db.URL, "PARLEY_TOKEN_CACHE_TTL=30s", "AWS_REGION=eu-west-1", "AWS_LAMBDA_FUNCTION_MEMORY_SIZE=256"}
+	ops := []string{"get_manifest", "whoami", "post", "get_thread", "list_threads", "mark", "confirm", "reopen", "events", "inbox", "mcp"}
+	fns := map[string]*emulated{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, op := range ops {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e := startEmulator(t, rie, filepath.Join(bin, op), env)
+			mu.Lock()
+			fns[op] = e
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+
+	flow := []struct {
+		event, function string
+		status          int
+		check           func(t *testing.T, body map[string]any)
+	}{
+		{"get_manifest", "get_manifest", 200, func(t *testing.T, b map[string]any) {
+			if b["parley"] != "1" || len(b["acts"].([]any)) != 9 {
+				t.Fatalf("manifest %v", b)
+			}
+		}},
+		{"whoami", "whoami", 200, func(t *testing.T, b map[string]any) {
+			if b["identity"] != "ainotes:alice" {
+				t.Fatalf("%v", b)
+			}
+		}},
+		{"post", "post", 201, func(t *testing.T, b map[string]any) {
+			if th := b["thread"].(map[string]any); th["id"] != "th_1" || th["state"] != "open" {
+				t.Fatalf("%v", b)
+			}
+		}},
+		{"post_answer", "post", 201, func(t *testing.T, b map[string]any) {
+			if th := b["thread"].(map[string]any); th["state"] != "answered" || th["proposal"] != true {
+				t.Fatalf("%v", b)
+			}
+		}},
+		{"post_decide", "post", 201, func(t *testing.T, b map[string]any) {
+			if th := b["thread"].(map[string]any); th["state"] != "decided" || th["proposal"] != true {
+				t.Fatalf("%v", b)
+			}
+		}},
+		{"confirm", "confirm", 200, func(t *testing.T, b map[string]any) {
+			if b["state"] != "decided" || b["proposal"] != false || b["state_label"] != "KI · mod" {
+				t.Fatalf("%v", b)
+			}
+		}},
+		{"mark", "mark", 200, func(t *testing.T, b map[string]any) {
+			if b["state"] != "closed" || b["proposal"] != false {
+				t.Fatalf("%v", b)
+			}
+		}},
+		{"get_thread", "get_thread", 200, func(t *testing.T, b map[string]any) {
+			if b["state"] != "closed" || b["message_count"].(float64) != 3 {
+				t.Fatalf("%v", b)
+			}
+		}},
+		{"list_threads", "list_threads", 200, func(t *testing.T, b map[string]any) {
+			if l := b["threads"].([]any); len(l) != 1 {
+				t.Fatalf("%v", b)
+			}
+		}},
+		{"events", "events", 200, func(t *testing.T, b map[string]any) {
+			var chain []string
+			for _, e := range b["events"].([]any) {
+				chain = append(chain, fmt.Sprint(e.(map[string]any)["to"]))
+			}
+			if strings.Join(chain, ",") != "open,answered,decided,decided,closed" {
+				t.Fatalf("events %v", chain)
+			}
+		}},
+		{"inbox", "inbox", 200, func(t *testing.T, b map[string]any) {
+			if _, ok := b["cursor"]; !ok {
+				t.Fatalf("%v", b)
+			}
+		}},
+		{"mcp_tools_call", "mcp", 200, func(t *testing.T, b map[string]any) {
+			res := b["result"].(map[string]any)
+			if res["isError"] != true || res["structuredContent"].(map[string]any)["error"].(map[string]any)["reason"] != "thread_closed" {
+				t.Fatalf("posting into the closed thread over MCP: %v", b)
+			}
+		}},
+		{"reopen", "reopen", 200, func(t *testing.T, b map[string]any) {
+			if b["state"] != "open" || b["state_origin"] != "user" {
+				t.Fatalf("%v", b)
+			}
+		}},
+		{"mcp_tools_list", "mcp", 200, func(t *testing.T, b map[string]any) {
+			if n := len(b["result"].(map[string]any)["tools"].([]any)); n != 10 {
+				t.Fatalf("%d tools", n)
+			}
+		}},
+		{"mcp_tools_call", "mcp", 200, func(t *testing.T, b map[string]any) {
+			res := b["result"].(map[string]any)
+			if res["isError"] == true || res["structuredContent"].(map[string]any)["message"].(map[string]any)["from"].(map[string]any)["identity"] != "ainotes:bob" {
+				t.Fatalf("MCP post after reopen: %v", b)
+			}
+		}},
+	}
+	for i, step := range flow {
+		t.Run(fmt.Sprintf("%02d_%s", i, step.event), func(t *testing.T) {
+			event, err := os.ReadFile("../events/" + step.event + ".json")
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := fns[step.function].invoke(t, event)
+			if res.StatusCode != step.status {
+				t.Fatalf("status %d, want %d: %s", res.StatusCode, step.status, res.Body)
+			}
+			var body map[string]any
+			if err := json.Unmarshal([]byte(res.Body), &body); err != nil {
+				t.Fatalf("body %q", res.Body)
+			}
+			step.check(t, body)
+			if id := res.Headers["X-Request-Id"]; id != "evt-"+step.event {
+				t.Fatalf("request id %q: API Gateway's id is not carried", id)
+			}
+		})
+	}
+
+	// Every function initialised under the emulator, and its own output on
+	// stdout is JSON log lines only (the emulator adds START/END/REPORT).
+	initReport := regexp.MustCompile(`INIT REPORT\(durationMs: ([0-9.]+)\)`)
+	for _, op := range ops {
+		e := fns[op]
+		if initReport.FindString(e.stdout.String()+e.stderr.String()) == "" {
+			t.Errorf("%s: no INIT REPORT line", op)
+		}
+		sc := bufio.NewScanner(strings.NewReader(e.stdout.String()))
+		requests := 0
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case strings.HasPrefix(line, "{"):
+				var m map[string]any
+				if err := json.Unmarshal([]byte(line), &m); err != nil {
+					t.Errorf("%s: not JSON: %q", op, line)
+				}
+				if m["msg"] == "request" {
+					requests++
+				}
+			case strings.HasPrefix(line, "START RequestId"), strings.HasPrefix(line, "END RequestId"), strings.HasPrefix(line, "REPORT RequestId"):
+			default:
+				t.Errorf("%s: stray stdout line %q", op, line)
+			}
+		}
+		if requests == 0 && op != "get_manifest" || op == "get_manifest" && requests != 1 {
+			t.Errorf("%s: %d request log lines", op, requests)
+		}
+	}
+}

@@ -1,0 +1,50 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/ainotes/parley/core"
+)
+
+// Lambda is a function's configuration, read from its environment (set by
+// template.yaml).
+type Lambda struct {
+	Table         string        // PARLEY_TABLE, required
+	Realm         string        // PARLEY_REALM, default "ainotes"
+	LogLevel      slog.Level    // PARLEY_LOG_LEVEL: debug, info, warn, error; default info
+	DynamoDB      string        // PARLEY_DYNAMODB: an endpoint URL; empty = real DynamoDB
+	TokenCacheTTL time.Duration // PARLEY_TOKEN_CACHE_TTL, default 30s; 0 disables
+}
+
+// FromEnv reads the configuration; getenv is os.Getenv outside tests.
+func FromEnv(getenv func(string) string) (Lambda, error) {
+	c := Lambda{Table: getenv("PARLEY_TABLE"), Realm: getenv("PARLEY_REALM"), DynamoDB: getenv("PARLEY_DYNAMODB"), TokenCacheTTL: 30 * time.Second}
+	if c.Table == "" {
+		return c, errors.New("config: PARLEY_TABLE is required")
+	}
+	if c.Realm == "" {
+		c.Realm = "ainotes"
+	}
+	if !core.ValidHandle(c.Realm) {
+		return c, fmt.Errorf("config: PARLEY_REALM %q is not a valid realm", c.Realm)
+	}
+	if s := getenv("PARLEY_LOG_LEVEL"); s != "" {
+		if err := c.LogLevel.UnmarshalText([]byte(s)); err != nil {
+			return c, fmt.Errorf("config: PARLEY_LOG_LEVEL %q: %w", s, err)
+		}
+	}
+	if s := getenv("PARLEY_TOKEN_CACHE_TTL"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d < 0 {
+			return c, fmt.Errorf("config: PARLEY_TOKEN_CACHE_TTL %q is not a duration", s)
+		}
+		c.TokenCacheTTL = d
+	}
+	if c.DynamoDB == "" {
+		c.DynamoDB = AWS
+	}
+	return c, nil
+}

@@ -1,0 +1,37 @@
+package config
+
+import (
+	"log/slog"
+	"testing"
+	"time"
+)
+
+func TestFromEnv(t *testing.T) {
+	env := func(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
+	cases := []struct {
+		name string
+		env  map[string]string
+		ok   bool
+		want Lambda
+	}{
+		{"defaults", map[string]string{"PARLEY_TABLE": "t"}, true, Lambda{Table: "t", Realm: "ainotes", DynamoDB: AWS, TokenCacheTTL: 30 * time.Second}},
+		{"everything", map[string]string{"PARLEY_TABLE": "t", "PARLEY_REALM": "labs", "PARLEY_LOG_LEVEL": "debug", "PARLEY_DYNAMODB": "http://127.0.0.1:8000", "PARLEY_TOKEN_CACHE_TTL": "0s"}, true,
+			Lambda{Table: "t", Realm: "labs", LogLevel: slog.LevelDebug, DynamoDB: "http://127.0.0.1:8000"}},
+		{"no table", map[string]string{}, false, Lambda{}},
+		{"bad realm", map[string]string{"PARLEY_TABLE": "t", "PARLEY_REALM": "Not Ok"}, false, Lambda{}},
+		{"bad level", map[string]string{"PARLEY_TABLE": "t", "PARLEY_LOG_LEVEL": "loud"}, false, Lambda{}},
+		{"bad ttl", map[string]string{"PARLEY_TABLE": "t", "PARLEY_TOKEN_CACHE_TTL": "soon"}, false, Lambda{}},
+		{"negative ttl", map[string]string{"PARLEY_TABLE": "t", "PARLEY_TOKEN_CACHE_TTL": "-1s"}, false, Lambda{}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := FromEnv(env(tc.env))
+			if (err == nil) != tc.ok {
+				t.Fatalf("err = %v", err)
+			}
+			if tc.ok && got != tc.want {
+				t.Fatalf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
