@@ -25,6 +25,8 @@ build-ConfirmFunction:     ; $(call lambda,confirm)
 build-ReopenFunction:      ; $(call lambda,reopen)
 build-EventsFunction:      ; $(call lambda,events)
 build-InboxFunction:       ; $(call lambda,inbox)
+build-GetClaimFunction:    ; $(call lambda,get_claim)
+build-ListClaimsFunction:  ; $(call lambda,list_claims)
 build-McpFunction:         ; $(call lambda,mcp)
 
 # Deploys with the SAM CLI (not run in CI: it needs an AWS account).

@@ -82,7 +82,8 @@ func (a Awaiting) names(p Party) bool {
 // kind k sent by s. parentAuthor is the effective parent's author, askAuthor
 // the author of the nearest ask at or above the parent, creator the thread's
 // creator. newThread is true for the message that opens the thread.
-func awaitingAfter(cur Awaiting, k Kind, s, parentAuthor, askAuthor, creator Party, newThread bool) Awaiting {
+// claimAuthor is the author of the claim a refute acts on.
+func awaitingAfter(cur Awaiting, k Kind, s, parentAuthor, askAuthor, creator Party, newThread bool, claimAuthor ...Party) Awaiting {
 	party := func(p Party) Awaiting {
 		if p == s { // nobody waits on themselves
 			return Awaiting{}
@@ -90,7 +91,10 @@ func awaitingAfter(cur Awaiting, k Kind, s, parentAuthor, askAuthor, creator Par
 		return Awaiting{Scope: AwaitParty, Party: p}
 	}
 	switch k {
-	case KindAsk:
+	case KindAsk, KindAssert:
+		if k == KindAssert && !newThread {
+			break // in a thread an assert takes a turn like inform
+		}
 		if newThread {
 			return Awaiting{Scope: AwaitAny, Party: s}
 		}
@@ -104,15 +108,19 @@ func awaitingAfter(cur Awaiting, k Kind, s, parentAuthor, askAuthor, creator Par
 			return party(parentAuthor)
 		}
 		return party(creator)
-	case KindInform, KindAck:
-		if cur.names(s) {
-			return Awaiting{}
+	case KindRefute:
+		if len(claimAuthor) == 1 {
+			return party(claimAuthor[0])
 		}
-		return cur
 	case KindDecide:
 		return Awaiting{}
 	case KindEscalate:
 		return Awaiting{Scope: AwaitHuman}
+	}
+	// inform, ack, attest, verify, and assert within a thread: the sender
+	// takes its turn without inviting a reply.
+	if cur.names(s) {
+		return Awaiting{}
 	}
 	return cur
 }

@@ -12,6 +12,7 @@ import (
 // pattern; anything else is refused as invalid_body.
 var cursorPatterns = map[string]*regexp.Regexp{
 	"threads": regexp.MustCompile(`^[0-9]{12}$`),
+	"claims":  regexp.MustCompile(`^[0-9]{12}$`),
 	"tevents": regexp.MustCompile(`^[0-9]{12}:[0-9]{10}$`),
 	"events":  regexp.MustCompile(`^[0-9]{13}#[0-9]{12}#[0-9]{10}$`),
 	"inbox":   regexp.MustCompile(`^[0-9]{13}#[0-9]{12}#[0-9]{10}$`),

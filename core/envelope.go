@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -26,6 +28,12 @@ type Envelope struct {
 	Extension  string
 	Body       string
 	Provenance *Provenance
+
+	// Dialectic kinds only (decisions §7).
+	Claim      int64 // attest, refute, verify: the claim acted on
+	Evidence   []Evidence
+	Supersedes []int64 // assert: claims it retires
+	ValidUntil *time.Time
 }
 
 // wireEnvelope is the JSON shape accepted from clients. Server-set fields are
@@ -42,6 +50,12 @@ type wireEnvelope struct {
 	ID         json.RawMessage `json:"id"`
 	AuthorKind json.RawMessage `json:"author_kind"`
 	CreatedAt  json.RawMessage `json:"created_at"`
+
+	// Fields of the dialectic kinds; on any other kind they are unknown.
+	Claim      json.RawMessage `json:"claim"`
+	Evidence   json.RawMessage `json:"evidence"`
+	Supersedes json.RawMessage `json:"supersedes"`
+	ValidUntil json.RawMessage `json:"valid_until"`
 }
 
 type wireFrom struct {
@@ -88,8 +102,9 @@ func jsonRefusal(err error) *Refusal {
 	return Invalid("body", "malformed JSON")
 }
 
-// DecodeEnvelope validates a client's envelope against decisions §2 and the limits.
-func DecodeEnvelope(data []byte, lim Limits) (Envelope, error) {
+// DecodeEnvelope validates a client's envelope against decisions §2 (and §7
+// when the dialectic profile is on) and the limits.
+func DecodeEnvelope(data []byte, lim Limits, dialectic bool) (Envelope, error) {
 	var w wireEnvelope
 	if err := DecodeStrict(data, &w); err != nil {
 		return Envelope{}, err
@@ -102,8 +117,11 @@ func DecodeEnvelope(data []byte, lim Limits) (Envelope, error) {
 		return env, Invalid("kind", "kind is required")
 	}
 	env.Kind = Kind(*w.Kind)
-	if !coreKind(env.Kind) {
+	if !coreKind(env.Kind) && !(dialectic && dialecticKind(env.Kind)) {
 		return env, Invalid("kind", "this instance does not speak the kind %q", *w.Kind)
+	}
+	if err := decodeDialectic(&w, &env, lim); err != nil {
+		return env, err
 	}
 	var err error
 	if env.Thread, err = ParseRefJSON(w.Thread, "th_", "thread"); err != nil {
@@ -139,13 +157,88 @@ func DecodeEnvelope(data []byte, lim Limits) (Envelope, error) {
 			env.Provenance = p
 		}
 	}
-	if env.Thread == 0 && env.Kind != KindAsk {
-		return env, Invalid("thread", "%s needs a thread; only ask opens a new one", env.Kind)
+	if env.Thread == 0 && !opensThread(env.Kind) && env.Claim == 0 {
+		return env, Invalid("thread", "%s needs a thread; only ask and assert open a new one", env.Kind)
 	}
 	if env.Thread == 0 && env.Parent != 0 {
 		return env, Invalid("parent", "parent needs a thread")
 	}
 	return env, nil
+}
+
+func opensThread(k Kind) bool { return k == KindAsk || k == KindAssert }
+
+// decodeDialectic reads claim, evidence, supersedes and valid_until: only on
+// the dialectic kinds, and only those each kind takes.
+func decodeDialectic(w *wireEnvelope, env *Envelope, lim Limits) error {
+	fields := []struct {
+		name    string
+		raw     json.RawMessage
+		allowed bool
+	}{
+		{"claim", w.Claim, env.Kind == KindAttest || env.Kind == KindRefute || env.Kind == KindVerify},
+		{"evidence", w.Evidence, dialecticKind(env.Kind)},
+		{"supersedes", w.Supersedes, env.Kind == KindAssert},
+		{"valid_until", w.ValidUntil, env.Kind == KindAssert},
+	}
+	for _, f := range fields {
+		if len(f.raw) > 0 && !f.allowed {
+			return Invalid(f.name, "unknown field %q for kind %s", f.name, env.Kind)
+		}
+	}
+	if !dialecticKind(env.Kind) {
+		return nil
+	}
+	if env.Kind != KindAssert {
+		if len(w.Claim) == 0 || string(w.Claim) == "null" {
+			return Invalid("claim", "%s needs the claim it acts on", env.Kind)
+		}
+		id, err := ParseRefJSON(w.Claim, "cl_", "claim")
+		if err != nil {
+			return err
+		}
+		env.Claim = id
+	}
+	if len(w.Evidence) > 0 && string(w.Evidence) != "null" {
+		if err := DecodeStrict(w.Evidence, &env.Evidence); err != nil {
+			return Invalid("evidence", "evidence must be a list of {kind, ref, note?}")
+		}
+	}
+	if err := validateEvidence(env.Evidence, env.Kind != KindVerify, lim); err != nil {
+		return err
+	}
+	if len(w.Supersedes) > 0 && string(w.Supersedes) != "null" {
+		var refs []json.RawMessage
+		if err := json.Unmarshal(w.Supersedes, &refs); err != nil {
+			return Invalid("supersedes", "supersedes must be a list of claim keys")
+		}
+		if len(refs) > lim.Supersedes {
+			return Invalid("supersedes", "at most %d claims may be superseded at once", lim.Supersedes).with("limit", lim.Supersedes)
+		}
+		for _, r := range refs {
+			id, err := ParseRefJSON(r, "cl_", "supersedes")
+			if err != nil {
+				return err
+			}
+			if slices.Contains(env.Supersedes, id) {
+				return Invalid("supersedes", "%s is listed twice", ClaimKey(id))
+			}
+			env.Supersedes = append(env.Supersedes, id)
+		}
+	}
+	if len(w.ValidUntil) > 0 && string(w.ValidUntil) != "null" {
+		var s string
+		t, err := time.Time{}, json.Unmarshal(w.ValidUntil, &s)
+		if err == nil {
+			t, err = time.Parse(time.RFC3339, s)
+		}
+		if err != nil {
+			return Invalid("valid_until", "valid_until must be an RFC 3339 time")
+		}
+		t = t.UTC()
+		env.ValidUntil = &t
+	}
+	return nil
 }
 
 // maxRef keeps ids well inside the 12 digits the store pads them to.

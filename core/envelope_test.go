@@ -66,7 +66,7 @@ func TestDecodeEnvelope(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			env, err := DecodeEnvelope([]byte(tc.in), lim)
+			env, err := DecodeEnvelope([]byte(tc.in), lim, true)
 			if tc.field == "" {
 				if err != nil {
 					t.Fatalf("refused: %v", err)

@@ -12,6 +12,10 @@ type Limits struct {
 	PageDefault    int `json:"page_default"`
 	PageMax        int `json:"page_max"`
 	IdempotencyKey int `json:"idempotency_key_chars"`
+	EvidenceItems  int `json:"evidence_items"`
+	EvidenceRef    int `json:"evidence_ref_chars"`
+	EvidenceNote   int `json:"evidence_note_chars"`
+	Supersedes     int `json:"supersedes_per_claim"`
 }
 
 // ReferenceLimits are the reference instance's values.
@@ -19,6 +23,7 @@ func ReferenceLimits() Limits {
 	return Limits{
 		Body: 500, RequestBody: 16 << 10, Handle: 32, Extension: 32, Provenance: 128,
 		Depth: 64, ThreadMessages: 2000, PageDefault: 50, PageMax: 200, IdempotencyKey: 128,
+		EvidenceItems: 8, EvidenceRef: 500, EvidenceNote: 200, Supersedes: 8,
 	}
 }
 
@@ -54,8 +59,13 @@ type ManifestRight struct {
 
 // Profile is an optional extension of the protocol and the kinds it adds.
 type Profile struct {
-	Name  string `json:"name"`
-	Kinds []Kind `json:"kinds"`
+	Name          string       `json:"name"`
+	Kinds         []Kind       `json:"kinds"`
+	Acts          []Act        `json:"acts"`
+	ClaimStates   []ClaimState `json:"claim_states"`
+	EvidenceKinds []string     `json:"evidence_kinds"`
+	Evidence      string       `json:"evidence"`
+	Rules         []string     `json:"rules"`
 }
 
 // ManifestRefusal is one refusal reason; HTTPStatus is filled by the
@@ -93,6 +103,12 @@ var Operations = []Operation{
 	{"inbox", "GET", "/v1/inbox", true},
 }
 
+// ClaimOperations are the dialectic profile's operations.
+var ClaimOperations = []Operation{
+	{"get_claim", "GET", "/v1/claims/{claim}", true},
+	{"list_claims", "GET", "/v1/claims", true},
+}
+
 // Manifest builds the instance's manifest.
 func (s *Service) Manifest() Manifest {
 	m := Manifest{
@@ -115,6 +131,20 @@ func (s *Service) Manifest() Manifest {
 			"the human may mark any state from any state",
 		},
 		Idempotency: "post accepts an idempotency key (HTTP header Idempotency-Key, MCP argument idempotency_key); a retry with the same key and token returns the first result for 24 hours",
+	}
+	if s.dialectic {
+		m.Profiles = append(m.Profiles, Profile{
+			Name: ProfileDialectic, Kinds: DialecticKinds, Acts: DialecticActs, ClaimStates: ClaimStates, EvidenceKinds: EvidenceKinds,
+			Evidence: "a list of {kind, ref, note?}: a pointer, never an opinion; see limits.evidence_*",
+			Rules: []string{
+				"assert needs evidence; it opens a thread without one, creates cl_N (unverified) and may supersede claims (own, or on a thread one has authority over)",
+				"attest (evidence) moves unverified → supported; attesting one's own identity's claim is self_attest",
+				"verify needs the verify right and moves supported → verified; not one's own claim (self_attest)",
+				"refute (counter-evidence) moves any state but superseded to refuted, verified included",
+				"superseded claims accept nothing; a claim past valid_until reads as expired without changing state",
+			},
+		})
+		m.Operations = append(m.Operations, ClaimOperations...)
 	}
 	trans := Transitions()
 	for _, st := range AllStates {

@@ -10,16 +10,17 @@ import (
 	"unicode"
 )
 
-// Post stores one envelope, given as the client's JSON (decisions §2–§4): it
-// checks rights first, then the envelope, loop protection, limits and the
-// mark the act carries, then writes the message, the thread, the event and
-// the idempotency record in one conditional transaction, retrying when a
+// Post stores one envelope, given as the client's JSON (decisions §2–§4, §7):
+// it checks rights first, then the envelope, loop protection, limits, the
+// mark the act carries and, for the dialectic kinds, the claim transition;
+// then it writes the message, the thread, the event, the claims and the
+// idempotency record in one conditional transaction, retrying when a
 // concurrent write got there first.
 func (s *Service) Post(ctx context.Context, c Caller, envelope []byte, idemKey string) (PostResult, error) {
 	if err := need(c, RightWrite); err != nil {
 		return PostResult{}, err
 	}
-	env, err := DecodeEnvelope(envelope, s.limits)
+	env, err := DecodeEnvelope(envelope, s.limits, s.dialectic)
 	if err != nil {
 		return PostResult{}, err
 	}
@@ -35,20 +36,27 @@ func (s *Service) Post(ctx context.Context, c Caller, envelope []byte, idemKey s
 		}
 	}
 
-	msgID, err := s.store.NextID(ctx, "message")
-	if err != nil {
+	// Ids are allocated once; a retry reuses them, a failed post burns them.
+	var ids postIDs
+	if ids.message, err = s.store.NextID(ctx, "message"); err != nil {
 		return PostResult{}, err
 	}
-	var res PostResult
-	if env.Thread == 0 {
-		res, err = s.open(ctx, c, env, msgID, idem)
-	} else {
-		err = s.retry(ctx, func() error {
-			var e error
-			res, e = s.reply(ctx, c, env, msgID, idem)
-			return e
-		})
+	if env.Thread == 0 && env.Claim == 0 {
+		if ids.thread, err = s.store.NextID(ctx, "thread"); err != nil {
+			return PostResult{}, err
+		}
 	}
+	if env.Kind == KindAssert {
+		if ids.claim, err = s.store.NextID(ctx, "claim"); err != nil {
+			return PostResult{}, err
+		}
+	}
+	var res PostResult
+	err = s.retry(ctx, func() error {
+		var e error
+		res, e = s.post(ctx, c, env, ids, idem)
+		return e
+	})
 	if errors.Is(err, ErrExists) { // a concurrent retry with the same key won
 		if res, ok, err := s.replay(ctx, idem.Key); err != nil || ok {
 			return res, err
@@ -57,6 +65,8 @@ func (s *Service) Post(ctx context.Context, c Caller, envelope []byte, idemKey s
 	}
 	return res, err
 }
+
+type postIDs struct{ message, thread, claim int64 }
 
 func printable(s string) bool {
 	for _, r := range s {
@@ -83,97 +93,180 @@ func (s *Service) replay(ctx context.Context, key string) (PostResult, bool, err
 	return res, true, nil
 }
 
-// open handles an ask without thread: a new thread whose root it is.
-func (s *Service) open(ctx context.Context, c Caller, env Envelope, msgID int64, idem *Idempotency) (PostResult, error) {
-	thID, err := s.store.NextID(ctx, "thread")
-	if err != nil {
-		return PostResult{}, err
-	}
+// post is one attempt: read, decide, write. A lost race returns ErrConflict
+// and the caller runs it again on fresh reads.
+func (s *Service) post(ctx context.Context, c Caller, env Envelope, ids postIDs, idem *Idempotency) (PostResult, error) {
 	now := s.clock.Now().UTC()
 	sender := Party{Identity: c.Identity, Extension: env.Extension}
-	msg := Message{
-		ID: msgID, Thread: thID, Kind: env.Kind, From: sender, AuthorKind: c.AuthorKind(),
-		Body: env.Body, Provenance: env.Provenance, CreatedAt: now, Depth: 1, Asker: sender,
+
+	// The claim acted on decides the thread and, by default, the parent.
+	var target *Claim
+	if env.Claim != 0 {
+		cl, err := s.loadClaim(ctx, env.Claim)
+		if err != nil {
+			return PostResult{}, err
+		}
+		if env.Thread != 0 && env.Thread != cl.Thread {
+			return PostResult{}, Invalid("thread", "%s belongs to %s", ClaimKey(cl.ID), ThreadKey(cl.Thread))
+		}
+		env.Thread = cl.Thread
+		if env.Parent == 0 {
+			env.Parent = cl.Message
+		}
+		target = &cl
 	}
-	origin := originOf(c)
-	th := Thread{
-		ID: thID, Creator: sender, CreatedAt: now, UpdatedAt: now, Title: titleOf(env.Body),
-		Root: msg, Messages: 1, Version: 1,
+
+	msg := Message{
+		ID: ids.message, Kind: env.Kind, From: sender, AuthorKind: c.AuthorKind(),
+		Body: env.Body, Provenance: env.Provenance, CreatedAt: now, Evidence: env.Evidence, Supersedes: env.Supersedes,
+	}
+	var th, next Thread
+	var cm Commit
+	var parent Message
+	newThread := env.Thread == 0
+	if newThread {
+		msg.Thread, msg.Depth, msg.Asker = ids.thread, 1, sender
+		origin := originOf(c)
 		// Opening is not a contested mark, so the first open is confirmed.
-		State: StateOpen, Origin: origin, ConfirmedAt: &now, Label: labelOf(c), StateBy: c.Identity, StateAt: now,
-		Awaiting:   awaitingAfter(Awaiting{}, env.Kind, sender, Party{}, Party{}, sender, true),
-		AwaitingAt: now,
+		next = Thread{
+			ID: ids.thread, Creator: sender, CreatedAt: now, Title: titleOf(env.Body), Version: 1,
+			State: StateOpen, Origin: origin, ConfirmedAt: &now, Label: labelOf(c), StateBy: c.Identity, StateAt: now,
+		}
+		cm.Event = &Event{Thread: ids.thread, Seq: 1, To: StateOpen, Origin: origin, Actor: c.Identity, Label: next.Label, At: now, Confirmed: true, Cause: MessageKey(ids.message)}
+	} else {
+		var err error
+		if th, parent, err = s.readParent(ctx, env.Thread, env.Parent); err != nil {
+			return PostResult{}, err
+		}
+		if err := s.checkReply(c, env.Kind, th, parent, sender, target); err != nil {
+			return PostResult{}, err
+		}
+		msg.Thread, msg.Parent, msg.Depth, msg.Asker = th.ID, parent.ID, parent.Depth+1, parent.Asker
+		next = th
+		next.Version++
+		cm.PrevVersion = th.Version
+		var out Outcome
+		switch env.Kind {
+		case KindAnswer:
+			out, err = Decide(RoleOf(c, th.Creator.Identity), th.current(), OpAnswer, StateAnswered)
+		case KindDecide:
+			out, err = Decide(RoleOf(c, th.Creator.Identity), th.current(), OpDecide, StateDecided)
+		}
+		if err != nil {
+			return PostResult{}, err
+		}
+		if out.Change {
+			cm.Event = s.apply(&next, c, out, MessageKey(ids.message), now)
+		}
 	}
-	ev := &Event{Thread: thID, Seq: 1, To: StateOpen, Origin: origin, Actor: c.Identity, Label: th.Label, At: now, Confirmed: true, Cause: MessageKey(msgID)}
-	return s.commitPost(ctx, Commit{Thread: th, Message: &msg, Event: ev}, idem)
-}
-
-// reply handles a message into an existing thread. It is one attempt: a
-// lost race returns ErrConflict and the caller runs it again on fresh reads.
-func (s *Service) reply(ctx context.Context, c Caller, env Envelope, msgID int64, idem *Idempotency) (PostResult, error) {
-	th, parent, err := s.readParent(ctx, env.Thread, env.Parent)
-	if err != nil {
-		return PostResult{}, err
-	}
-	if th.Locked() {
-		return PostResult{}, refuse(ReasonThreadClosed, "the thread is closed and confirmed; it accepts no message until reopened").with("thread", ThreadKey(th.ID))
-	}
-	sender := Party{Identity: c.Identity, Extension: env.Extension}
-	if parent.From == sender {
-		return PostResult{}, refuse(ReasonSelfReply, "the same (identity, extension) cannot reply to its own message").with("parent", MessageKey(parent.ID))
-	}
-	if parent.Depth+1 > s.limits.Depth {
-		return PostResult{}, refuse(ReasonLimitExceeded, "the thread may be at most %d messages deep", s.limits.Depth).with("limit", "depth").with("value", s.limits.Depth)
-	}
-	if th.Messages >= s.limits.ThreadMessages {
-		return PostResult{}, refuse(ReasonLimitExceeded, "the thread holds its limit of %d messages", s.limits.ThreadMessages).with("limit", "messages").with("value", s.limits.ThreadMessages)
-	}
-
-	var out Outcome
-	switch env.Kind {
-	case KindAnswer:
-		out, err = Decide(RoleOf(c, th.Creator.Identity), th.current(), OpAnswer, StateAnswered)
-	case KindDecide:
-		out, err = Decide(RoleOf(c, th.Creator.Identity), th.current(), OpDecide, StateDecided)
-	}
-	if err != nil {
-		return PostResult{}, err
-	}
-
-	now := s.clock.Now().UTC()
-	asker := parent.Asker
 	if env.Kind == KindAsk {
-		asker = sender
+		msg.Asker = sender
 	}
-	msg := Message{
-		ID: msgID, Thread: th.ID, Parent: parent.ID, Kind: env.Kind, From: sender, AuthorKind: c.AuthorKind(),
-		Body: env.Body, Provenance: env.Provenance, CreatedAt: now, Depth: parent.Depth + 1, Asker: asker,
+	next.Messages++
+	next.UpdatedAt = now
+
+	// Claims: the one asserted and those it supersedes, or the one acted on.
+	var claimAfter *Claim
+	switch {
+	case env.Kind == KindAssert:
+		cl := Claim{
+			ID: ids.claim, Thread: msg.Thread, ThreadCreator: next.Creator.Identity, Message: msg.ID, Author: sender,
+			Body: env.Body, Evidence: env.Evidence, ValidUntil: env.ValidUntil, State: ClaimUnverified, Version: 1,
+			CreatedAt: now, UpdatedAt: now, Supersedes: env.Supersedes,
+		}
+		for _, id := range env.Supersedes {
+			old, err := s.loadClaim(ctx, id)
+			if err != nil {
+				return PostResult{}, err
+			}
+			if old.Author.Identity != c.Identity && RoleOf(c, old.ThreadCreator) < RoleCreator {
+				return PostResult{}, refuse(ReasonThreadAuthorityMissing, "%s is not yours and you have no authority over %s", ClaimKey(id), ThreadKey(old.Thread)).with("claim", ClaimKey(id))
+			}
+			change, err := s.claimChange(old, kindSupersede, sender, nil, msg.ID, now)
+			if err != nil {
+				return PostResult{}, err
+			}
+			change.Claim.SupersededBy = cl.ID
+			cm.Claims = append(cm.Claims, change)
+		}
+		msg.Claim, msg.ClaimState, msg.ClaimValidUntil = cl.ID, cl.State, cl.ValidUntil
+		cm.Claims = append([]ClaimChange{{Claim: cl}}, cm.Claims...)
+		claimAfter = &cm.Claims[0].Claim
+	case target != nil:
+		change, err := s.claimChange(*target, env.Kind, sender, env.Evidence, msg.ID, now)
+		if err != nil {
+			return PostResult{}, err
+		}
+		msg.Claim = target.ID
+		cm.Claims = append(cm.Claims, change)
+		claimAfter = &cm.Claims[0].Claim
+	}
+
+	if newThread {
+		next.Root = msg
 	}
 	askAuthor := parent.Asker
 	if askAuthor == (Party{}) {
 		askAuthor = parent.From // no ask above: the answer goes to whom it replies to
 	}
-	next := th
-	next.Version++
-	next.Messages++
-	next.UpdatedAt = now
-	aw := awaitingAfter(th.Awaiting, env.Kind, sender, parent.From, askAuthor, th.Creator, false)
-	if aw != th.Awaiting || expectsReply(env.Kind) {
+	var claimAuthor []Party
+	if target != nil {
+		claimAuthor = []Party{target.Author}
+	}
+	aw := awaitingAfter(th.Awaiting, env.Kind, sender, parent.From, askAuthor, next.Creator, newThread, claimAuthor...)
+	if aw != th.Awaiting || expectsReply(env.Kind, newThread) {
 		next.AwaitingAt = now
 	}
 	next.Awaiting = aw
-	var ev *Event
-	if out.Change {
-		ev = s.apply(&next, c, out, MessageKey(msgID), now)
+	cm.Thread, cm.Message = next, &msg
+	res := PostResult{Message: viewMessage(msg, now), Thread: viewState(next)}
+	if claimAfter != nil {
+		v := viewClaim(*claimAfter, now)
+		res.Claim = &v
 	}
-	return s.commitPost(ctx, Commit{Thread: next, PrevVersion: th.Version, Message: &msg, Event: ev}, idem)
+	if idem != nil {
+		raw, err := json.Marshal(res)
+		if err != nil {
+			return PostResult{}, err
+		}
+		cm.Idempotency = &Idempotency{Key: idem.Key, Result: raw, Expires: now.Add(s.idemTTL)}
+	}
+	if err := s.store.Commit(ctx, cm); err != nil {
+		return PostResult{}, err
+	}
+	return res, nil
 }
 
-// expectsReply reports whether the act sets awaiting anew (decisions §3).
-func expectsReply(k Kind) bool {
+// checkReply applies the refusals of a reply into an existing thread, in
+// order: closed, the verify right, self_attest, self_reply, the limits.
+func (s *Service) checkReply(c Caller, kind Kind, th Thread, parent Message, sender Party, target *Claim) error {
+	if th.Locked() {
+		return refuse(ReasonThreadClosed, "the thread is closed and confirmed; it accepts no message until reopened").with("thread", ThreadKey(th.ID))
+	}
+	if target != nil {
+		if err := checkClaimAct(c, *target, kind); err != nil {
+			return err
+		}
+	}
+	if parent.From == sender {
+		return refuse(ReasonSelfReply, "the same (identity, extension) cannot reply to its own message").with("parent", MessageKey(parent.ID))
+	}
+	if parent.Depth+1 > s.limits.Depth {
+		return refuse(ReasonLimitExceeded, "the thread may be at most %d messages deep", s.limits.Depth).with("limit", "depth").with("value", s.limits.Depth)
+	}
+	if th.Messages >= s.limits.ThreadMessages {
+		return refuse(ReasonLimitExceeded, "the thread holds its limit of %d messages", s.limits.ThreadMessages).with("limit", "messages").with("value", s.limits.ThreadMessages)
+	}
+	return nil
+}
+
+// expectsReply reports whether the act sets awaiting anew (decisions §3, §7).
+func expectsReply(k Kind, newThread bool) bool {
 	switch k {
-	case KindAsk, KindAnswer, KindClarify, KindPropose, KindObject, KindEscalate:
+	case KindAsk, KindAnswer, KindClarify, KindPropose, KindObject, KindEscalate, KindRefute:
 		return true
+	case KindAssert:
+		return newThread
 	}
 	return false
 }
@@ -233,19 +326,4 @@ func labelOf(c Caller) string {
 		return "KI · " + c.Label
 	}
 	return ""
-}
-
-func (s *Service) commitPost(ctx context.Context, cm Commit, idem *Idempotency) (PostResult, error) {
-	res := PostResult{Message: viewMessage(*cm.Message), Thread: viewState(cm.Thread)}
-	if idem != nil {
-		raw, err := json.Marshal(res)
-		if err != nil {
-			return PostResult{}, err
-		}
-		cm.Idempotency = &Idempotency{Key: idem.Key, Result: raw, Expires: s.clock.Now().Add(s.idemTTL)}
-	}
-	if err := s.store.Commit(ctx, cm); err != nil {
-		return PostResult{}, err
-	}
-	return res, nil
 }

@@ -18,7 +18,7 @@ func (s *Service) GetThread(ctx context.Context, c Caller, id int64) (ThreadView
 	if err != nil {
 		return ThreadView{}, err
 	}
-	return ThreadView{ThreadSummary: viewSummary(th), Messages: tree(msgs)}, nil
+	return ThreadView{ThreadSummary: viewSummary(th), Messages: tree(msgs, s.clock.Now())}, nil
 }
 
 // ListThreadsQuery is list_threads' input.

@@ -29,6 +29,9 @@ type Options struct {
 	Attempts int
 	// IdempotencyTTL is how long a post's result is kept under its key.
 	IdempotencyTTL time.Duration
+	// Profiles switches optional profiles on; nil means every profile
+	// ("dialectic"), an empty non-nil slice none.
+	Profiles []string
 }
 
 // Service is the one implementation of every operation. Both transports call
@@ -41,6 +44,8 @@ type Service struct {
 	attempts int
 	idemTTL  time.Duration
 	tokens   *tokenCache
+	// dialectic is true when the dialectic profile is on.
+	dialectic bool
 }
 
 // NewService builds the service on a store.
@@ -66,13 +71,24 @@ func NewService(store Store, o Options) (*Service, error) {
 	if o.IdempotencyTTL <= 0 {
 		o.IdempotencyTTL = 24 * time.Hour
 	}
-	s := &Service{store: store, realm: o.Realm, limits: o.Limits, clock: o.Clock, attempts: o.Attempts, idemTTL: o.IdempotencyTTL}
+	s := &Service{store: store, realm: o.Realm, limits: o.Limits, clock: o.Clock, attempts: o.Attempts, idemTTL: o.IdempotencyTTL, dialectic: o.Profiles == nil}
+	for _, p := range o.Profiles {
+		switch p {
+		case ProfileDialectic:
+			s.dialectic = true
+		default:
+			return nil, errors.New("core: unknown profile " + p)
+		}
+	}
 	s.tokens = &tokenCache{store: store, ttl: o.TokenCacheTTL, clock: o.Clock, entries: map[string]cachedToken{}}
 	return s, nil
 }
 
 // Realm is the instance's realm.
 func (s *Service) Realm() string { return s.realm }
+
+// Dialectic reports whether the dialectic profile is on.
+func (s *Service) Dialectic() bool { return s.dialectic }
 
 // Limits are the instance's limits.
 func (s *Service) Limits() Limits { return s.limits }

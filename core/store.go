@@ -43,6 +43,13 @@ type Store interface {
 	// position. Keep filters what the caller may see; the store reads on
 	// until Limit threads are kept or the index is exhausted.
 	Awaiting(ctx context.Context, q AwaitingQuery) ([]Thread, string, error)
+
+	// Claim reads one claim item, strongly consistent.
+	Claim(ctx context.Context, id int64) (Claim, error)
+	// ClaimHistory reads a claim with its records, oldest first.
+	ClaimHistory(ctx context.Context, id int64) (Claim, []ClaimRecord, error)
+	// Claims lists claims newest first, by thread and/or state, after a position.
+	Claims(ctx context.Context, q ClaimQuery) ([]Claim, string, error)
 }
 
 // Commit is one atomic write: the thread at its new version, and with it the
@@ -53,6 +60,25 @@ type Commit struct {
 	Message     *Message
 	Event       *Event
 	Idempotency *Idempotency
+	// Claims written with the change, each conditioned on its version.
+	Claims []ClaimChange
+}
+
+// ClaimChange writes a claim at its new version (PrevVersion 0: a new claim)
+// and appends its history record. For an existing claim the store also
+// updates the state shown beside its assert message.
+type ClaimChange struct {
+	Claim       Claim
+	PrevVersion int64
+	Record      *ClaimRecord
+}
+
+// ClaimQuery selects list_claims' page.
+type ClaimQuery struct {
+	Thread int64      // 0: every thread
+	State  ClaimState // "": every state
+	After  string
+	Limit  int
 }
 
 // Idempotency stores a post's result under a key for a while.

@@ -45,6 +45,14 @@ type Message struct {
 	CreatedAt  time.Time
 	Depth      int   // root = 1
 	Asker      Party // author of the nearest ask at or above this message; zero if none
+
+	// Dialectic messages: the claim created (assert) or acted on, with the
+	// assert's current claim state kept beside it so a thread read shows it.
+	Claim           int64
+	ClaimState      ClaimState
+	ClaimValidUntil *time.Time
+	Evidence        []Evidence
+	Supersedes      []int64
 }
 
 // Event records one change of state, confirmation included. Events are never

@@ -65,23 +65,46 @@ func viewSummary(t Thread) ThreadSummary {
 
 // MessageView is a stored message as returned to clients; Replies nests the tree.
 type MessageView struct {
-	ID         string         `json:"id"`
-	Kind       Kind           `json:"kind"`
-	Thread     string         `json:"thread"`
-	Parent     *string        `json:"parent"`
-	From       Party          `json:"from"`
-	AuthorKind string         `json:"author_kind"`
-	Body       string         `json:"body"`
-	Provenance *Provenance    `json:"provenance,omitempty"`
-	CreatedAt  time.Time      `json:"created_at"`
-	Depth      int            `json:"depth"`
+	ID         string      `json:"id"`
+	Kind       Kind        `json:"kind"`
+	Thread     string      `json:"thread"`
+	Parent     *string     `json:"parent"`
+	From       Party       `json:"from"`
+	AuthorKind string      `json:"author_kind"`
+	Body       string      `json:"body"`
+	Provenance *Provenance `json:"provenance,omitempty"`
+	CreatedAt  time.Time   `json:"created_at"`
+	Depth      int         `json:"depth"`
+	// Dialectic messages only.
+	Claim      *MessageClaim  `json:"claim,omitempty"`
+	Evidence   []Evidence     `json:"evidence,omitempty"`
+	Supersedes []string       `json:"supersedes,omitempty"`
 	Replies    []*MessageView `json:"replies,omitempty"`
 }
 
-func viewMessage(m Message) *MessageView {
+// MessageClaim is the claim a dialectic message made or acted on; beside an
+// assert it carries the claim's current state.
+type MessageClaim struct {
+	ID         string     `json:"id"`
+	State      ClaimState `json:"state,omitempty"`
+	ValidUntil *time.Time `json:"valid_until,omitempty"`
+	Expired    bool       `json:"expired,omitempty"`
+}
+
+func viewMessage(m Message, now time.Time) *MessageView {
 	v := &MessageView{
 		ID: MessageKey(m.ID), Kind: m.Kind, Thread: ThreadKey(m.Thread), From: m.From,
 		AuthorKind: m.AuthorKind, Body: m.Body, Provenance: m.Provenance, CreatedAt: m.CreatedAt, Depth: m.Depth,
+		Evidence: m.Evidence,
+	}
+	if m.Claim != 0 {
+		v.Claim = &MessageClaim{ID: ClaimKey(m.Claim)}
+		if m.Kind == KindAssert {
+			v.Claim.State, v.Claim.ValidUntil, v.Claim.Expired = m.ClaimState, m.ClaimValidUntil, expired(m.ClaimValidUntil, now)
+		}
+	}
+	for _, id := range m.Supersedes {
+		v.Supersedes = append(v.Supersedes, ClaimKey(id))
 	}
 	if m.Parent != 0 {
 		p := MessageKey(m.Parent)
@@ -98,10 +121,10 @@ type ThreadView struct {
 
 // tree nests messages by parent; siblings keep the order of creation (ids
 // ascending). A message whose parent is missing is shown at the top level.
-func tree(msgs []Message) []*MessageView {
+func tree(msgs []Message, now time.Time) []*MessageView {
 	byID := make(map[int64]*MessageView, len(msgs))
 	for _, m := range msgs {
-		byID[m.ID] = viewMessage(m)
+		byID[m.ID] = viewMessage(m, now)
 	}
 	roots := []*MessageView{}
 	for _, m := range msgs { // msgs arrive ordered by id
@@ -119,6 +142,8 @@ func tree(msgs []Message) []*MessageView {
 type PostResult struct {
 	Message *MessageView `json:"message"`
 	Thread  ThreadState  `json:"thread"`
+	// Claim is the claim after a dialectic act (assert, attest, refute, verify).
+	Claim *ClaimView `json:"claim,omitempty"`
 	// Replayed is true when an idempotency key returned an earlier result.
 	Replayed bool `json:"replayed,omitempty"`
 }

@@ -138,7 +138,7 @@ func TestFunctionsUnderEmulator(t *testing.T) {
 
 	bin := buildHost(t)
 	env := []string{"PARLEY_TABLE=parley-emulated", "PARLEY_DYNAMODB=" + db.URL, "PARLEY_TOKEN_CACHE_TTL=30s", "AWS_REGION=eu-west-1", "AWS_LAMBDA_FUNCTION_MEMORY_SIZE=256"}
-	ops := []string{"get_manifest", "whoami", "post", "get_thread", "list_threads", "mark", "confirm", "reopen", "events", "inbox", "mcp"}
+	ops := []string{"get_manifest", "whoami", "post", "get_thread", "list_threads", "mark", "confirm", "reopen", "events", "inbox", "get_claim", "list_claims", "mcp"}
 	fns := map[string]*emulated{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -230,7 +230,7 @@ func TestFunctionsUnderEmulator(t *testing.T) {
 			}
 		}},
 		{"mcp_tools_list", "mcp", 200, func(t *testing.T, b map[string]any) {
-			if n := len(b["result"].(map[string]any)["tools"].([]any)); n != 10 {
+			if n := len(b["result"].(map[string]any)["tools"].([]any)); n != 12 {
 				t.Fatalf("%d tools", n)
 			}
 		}},
@@ -238,6 +238,21 @@ func TestFunctionsUnderEmulator(t *testing.T) {
 			res := b["result"].(map[string]any)
 			if res["isError"] == true || res["structuredContent"].(map[string]any)["message"].(map[string]any)["from"].(map[string]any)["identity"] != "ainotes:bob" {
 				t.Fatalf("MCP post after reopen: %v", b)
+			}
+		}},
+		{"post_assert", "post", 201, func(t *testing.T, b map[string]any) {
+			if cl := b["claim"].(map[string]any); cl["id"] != "cl_1" || cl["state"] != "unverified" {
+				t.Fatalf("%v", b)
+			}
+		}},
+		{"get_claim", "get_claim", 200, func(t *testing.T, b map[string]any) {
+			if b["id"] != "cl_1" || len(b["evidence"].([]any)) != 1 || b["author"].(map[string]any)["identity"] != "ainotes:alice" {
+				t.Fatalf("%v", b)
+			}
+		}},
+		{"list_claims", "list_claims", 200, func(t *testing.T, b map[string]any) {
+			if l := b["claims"].([]any); len(l) != 1 {
+				t.Fatalf("%v", b)
 			}
 		}},
 	}

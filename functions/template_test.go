@@ -105,7 +105,7 @@ func functionName(op string) string {
 // routes is decisions §9 as served (core.Operations), the manifest's alias, and MCP.
 func routes() map[string]string {
 	r := map[string]string{}
-	for _, op := range core.Operations {
+	for _, op := range append(append([]core.Operation{}, core.Operations...), core.ClaimOperations...) {
 		r[op.Method+" "+op.Path] = op.Name
 	}
 	r["GET /.well-known/parley.json"] = "get_manifest"

@@ -231,7 +231,7 @@ func TestOfficialTypeScriptClient(t *testing.T) {
 	if err := json.Unmarshal(stdout.Bytes(), &got); err != nil {
 		t.Fatalf("client output %q: %v", stdout.String(), err)
 	}
-	want := "confirm events get_manifest get_thread inbox list_threads mark post reopen whoami"
+	want := "confirm events get_claim get_manifest get_thread inbox list_claims list_threads mark post reopen whoami"
 	if strings.Join(got.Tools, " ") != want {
 		t.Fatalf("tools %v", got.Tools)
 	}

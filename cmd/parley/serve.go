@@ -87,6 +87,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on")
 	tokens := fs.String("tokens", "", "JSON file of tokens to load (stored hashed)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	profiles := fs.String("profiles", core.ProfileDialectic, `optional profiles to run, comma-separated ("dialectic"), or "none"`)
 	if err := fs.Parse(args); err != nil {
 		return errUsage
 	}
@@ -105,7 +106,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		defer db.Close()
 		sf.dynamodb = db.URL
 	}
-	svc, err := sf.open(ctx, core.Options{})
+	svc, err := sf.open(ctx, core.Options{Profiles: config.ParseProfiles(*profiles)})
 	if err != nil {
 		return err
 	}
@@ -160,7 +161,7 @@ func printDemo(ctx context.Context, svc *core.Service, base string, w io.Writer)
 	demo := []core.TokenSpec{
 		{Identity: svc.Realm() + ":alice", Rights: []string{"read", "write"}},
 		{Identity: svc.Realm() + ":bob", Rights: []string{"read", "write"}},
-		{Identity: svc.Realm() + ":mod", Rights: []string{"read", "write", "lock"}, Label: "mod"},
+		{Identity: svc.Realm() + ":mod", Rights: []string{"read", "write", "lock", "verify"}, Label: "mod"},
 		{Identity: "human:hana"},
 	}
 	fmt.Fprintf(w, "Parley on %s\n", base)

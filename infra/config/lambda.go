@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/ainotes/parley/core"
@@ -17,6 +18,26 @@ type Lambda struct {
 	LogLevel      slog.Level    // PARLEY_LOG_LEVEL: debug, info, warn, error; default info
 	DynamoDB      string        // PARLEY_DYNAMODB: an endpoint URL; empty = real DynamoDB
 	TokenCacheTTL time.Duration // PARLEY_TOKEN_CACHE_TTL, default 30s; 0 disables
+	Profiles      []string      // PARLEY_PROFILES: comma list, "none" for none; default every profile
+}
+
+// ParseProfiles reads a --profiles / PARLEY_PROFILES value: "" keeps the
+// default (nil: every profile), "none" switches all off.
+func ParseProfiles(s string) []string {
+	s = strings.TrimSpace(s)
+	switch s {
+	case "":
+		return nil
+	case "none":
+		return []string{}
+	}
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // FromEnv reads the configuration; getenv is os.Getenv outside tests.
@@ -42,6 +63,12 @@ func FromEnv(getenv func(string) string) (Lambda, error) {
 			return c, fmt.Errorf("config: PARLEY_TOKEN_CACHE_TTL %q is not a duration", s)
 		}
 		c.TokenCacheTTL = d
+	}
+	c.Profiles = ParseProfiles(getenv("PARLEY_PROFILES"))
+	for _, p := range c.Profiles {
+		if p != core.ProfileDialectic {
+			return c, fmt.Errorf("config: PARLEY_PROFILES: unknown profile %q", p)
+		}
 	}
 	if c.DynamoDB == "" {
 		c.DynamoDB = AWS

@@ -2,6 +2,7 @@ package config
 
 import (
 	"log/slog"
+	"reflect"
 	"testing"
 	"time"
 )
@@ -21,6 +22,8 @@ func TestFromEnv(t *testing.T) {
 		{"bad realm", map[string]string{"PARLEY_TABLE": "t", "PARLEY_REALM": "Not Ok"}, false, Lambda{}},
 		{"bad level", map[string]string{"PARLEY_TABLE": "t", "PARLEY_LOG_LEVEL": "loud"}, false, Lambda{}},
 		{"bad ttl", map[string]string{"PARLEY_TABLE": "t", "PARLEY_TOKEN_CACHE_TTL": "soon"}, false, Lambda{}},
+		{"no profiles", map[string]string{"PARLEY_TABLE": "t", "PARLEY_PROFILES": "none"}, true, Lambda{Table: "t", Realm: "ainotes", DynamoDB: AWS, TokenCacheTTL: 30 * time.Second, Profiles: []string{}}},
+		{"unknown profile", map[string]string{"PARLEY_TABLE": "t", "PARLEY_PROFILES": "voting"}, false, Lambda{}},
 		{"negative ttl", map[string]string{"PARLEY_TABLE": "t", "PARLEY_TOKEN_CACHE_TTL": "-1s"}, false, Lambda{}},
 	}
 	for _, tc := range cases {
@@ -29,7 +32,7 @@ func TestFromEnv(t *testing.T) {
 			if (err == nil) != tc.ok {
 				t.Fatalf("err = %v", err)
 			}
-			if tc.ok && got != tc.want {
+			if tc.ok && !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("got %+v, want %+v", got, tc.want)
 			}
 		})

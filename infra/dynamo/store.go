@@ -230,6 +230,15 @@ func encodeMessage(m core.Message) item {
 	it.setS("as_id", m.Asker.Identity)
 	it.setS("as_ext", m.Asker.Extension)
 	it.setS("id_pk", core.MessageKey(m.ID))
+	if m.Claim != 0 {
+		it.setN("cl", m.Claim)
+		it.setS("cst", string(m.ClaimState))
+		if m.ClaimValidUntil != nil {
+			it.setT("cvu", *m.ClaimValidUntil)
+		}
+	}
+	it.setEvidence("ev", m.Evidence)
+	it.setIDs("sup", m.Supersedes)
 	return it
 }
 
@@ -243,6 +252,8 @@ func decodeMessage(it item) core.Message {
 	if it.s("p_model") != "" || it.s("p_client") != "" {
 		m.Provenance = &core.Provenance{Model: it.s("p_model"), Client: it.s("p_client")}
 	}
+	m.Claim, m.ClaimState, m.ClaimValidUntil = it.n("cl"), core.ClaimState(it.s("cst")), it.tp("cvu")
+	m.Evidence, m.Supersedes = it.evidence("ev"), it.ids("sup")
 	return m
 }
 
@@ -388,6 +399,9 @@ func (s *Store) Commit(ctx context.Context, c core.Commit) error {
 	}
 	if c.Event != nil {
 		items = append(items, types.TransactWriteItem{Put: &types.Put{TableName: &s.table, Item: encodeEvent(*c.Event), ConditionExpression: fresh}})
+	}
+	for _, ch := range c.Claims {
+		items = append(items, s.claimWrites(ch)...)
 	}
 	idemAt := -1
 	if c.Idempotency != nil {

@@ -46,6 +46,10 @@ func New(svc *core.Service, log *slog.Logger) (*API, error) {
 	for _, op := range a.operations() {
 		a.ops[op.name] = op
 	}
+	if svc.Dialectic() {
+		a.ops["get_claim"] = operation{"get_claim", "GET /v1/claims/{claim}", true, a.getClaim}
+		a.ops["list_claims"] = operation{"list_claims", "GET /v1/claims", true, a.listClaims}
+	}
 	return a, nil
 }
 
@@ -71,18 +75,24 @@ func (a *API) Handler() *http.ServeMux {
 		mux.Handle(op.pattern, a.wrap(op))
 	}
 	mux.Handle("GET /.well-known/parley.json", a.wrap(a.ops["get_manifest"]))
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusNotFound, map[string]any{"error": map[string]any{
-			"reason": "not_found", "message": "no such route; GET /v1/manifest lists the operations", "detail": map[string]any{},
-		}})
-	})
+	mux.HandleFunc("/", notFound)
 	return mux
+}
+
+func notFound(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusNotFound, map[string]any{"error": map[string]any{
+		"reason": "not_found", "message": "no such route; GET /v1/manifest lists the operations", "detail": map[string]any{},
+	}})
 }
 
 // Operation serves one named operation regardless of path: the Lambda
 // function for that route calls it. Path values are taken from the pattern.
 func (a *API) Operation(name string) (http.Handler, error) {
 	op, ok := a.ops[name]
+	if !ok && (name == "get_claim" || name == "list_claims") {
+		// The dialectic profile is off: its routes do not exist.
+		return http.HandlerFunc(notFound), nil
+	}
 	if !ok {
 		return nil, errors.New("httpapi: unknown operation " + name)
 	}

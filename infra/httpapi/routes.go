@@ -141,3 +141,28 @@ func (a *API) inbox(r *http.Request, c core.Caller, _ []byte) (int, any, error) 
 	p, err := a.svc.Inbox(r.Context(), c, in)
 	return http.StatusOK, p, err
 }
+
+func (a *API) getClaim(r *http.Request, c core.Caller, _ []byte) (int, any, error) {
+	id, err := core.ParseRef(r.PathValue("claim"), "cl_", "claim")
+	if err != nil {
+		return 0, nil, err
+	}
+	v, err := a.svc.GetClaim(r.Context(), c, id)
+	return http.StatusOK, v, err
+}
+
+func (a *API) listClaims(r *http.Request, c core.Caller, _ []byte) (int, any, error) {
+	limit, err := limitParam(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	q := r.URL.Query()
+	var thread int64
+	if s := q.Get("thread"); s != "" {
+		if thread, err = core.ParseRef(s, "th_", "thread"); err != nil {
+			return 0, nil, err
+		}
+	}
+	p, err := a.svc.ListClaims(r.Context(), c, core.ListClaimsQuery{Thread: thread, State: q.Get("state"), Cursor: q.Get("cursor"), Limit: limit})
+	return http.StatusOK, p, err
+}

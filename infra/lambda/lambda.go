@@ -45,7 +45,7 @@ func New(ctx context.Context, operation string, cfg config.Lambda, logOut io.Wri
 	if err != nil {
 		return nil, err
 	}
-	svc, err := core.NewService(store, core.Options{Realm: cfg.Realm, TokenCacheTTL: cfg.TokenCacheTTL})
+	svc, err := core.NewService(store, core.Options{Realm: cfg.Realm, TokenCacheTTL: cfg.TokenCacheTTL, Profiles: cfg.Profiles})
 	if err != nil {
 		return nil, err
 	}

@@ -56,7 +56,11 @@ func New(svc *core.Service, log *slog.Logger, version string) (*API, error) {
 			"A refusal comes back as a tool error with a stable reason; read it and adjust instead of retrying blindly.",
 	})
 	no := false
-	for _, t := range a.tools() {
+	tools := a.tools()
+	if svc.Dialectic() {
+		tools = append(tools, a.claimTools()...)
+	}
+	for _, t := range tools {
 		in, err := schemaFor(t.in)
 		if err != nil {
 			return nil, err

@@ -19,13 +19,17 @@ type noInput struct{}
 
 type postInput struct {
 	Parley         string           `json:"parley,omitempty" jsonschema:"protocol version; if given it must be \"1\""`
-	Kind           string           `json:"kind" jsonschema:"the speech act: ask, answer, clarify, inform, propose, object, ack, decide or escalate"`
+	Kind           string           `json:"kind" jsonschema:"the speech act: ask, answer, clarify, inform, propose, object, ack, decide or escalate; with the dialectic profile also assert, attest, refute or verify"`
 	Thread         any              `json:"thread,omitempty" jsonschema:"the thread to post into (th_N, N or \"N\"); omit it with kind ask to open a new thread"`
 	Parent         any              `json:"parent,omitempty" jsonschema:"the message replied to (msg_N, N or \"N\"); omitted means the thread's root message"`
 	From           *postFrom        `json:"from,omitempty" jsonschema:"who within the token's identity is speaking"`
 	Body           string           `json:"body" jsonschema:"the message, at most 500 characters, not blank"`
 	Provenance     *core.Provenance `json:"provenance,omitempty" jsonschema:"optional: the model and client that produced the message, at most 128 characters each"`
 	IdempotencyKey string           `json:"idempotency_key,omitempty" jsonschema:"optional, 1-128 printable characters: a retry with the same key returns the first result and posts nothing new"`
+	Claim          any              `json:"claim,omitempty" jsonschema:"dialectic attest, refute, verify only: the claim acted on (cl_N, N or \"N\"); thread and parent default to the claim's"`
+	Evidence       []core.Evidence  `json:"evidence,omitempty" jsonschema:"dialectic only: pointers {kind: url|hash|artifact|commit|log|reproducer|note|other, ref (<=500 chars), note (<=200)}, at most 8; required for assert, attest and refute"`
+	Supersedes     []string         `json:"supersedes,omitempty" jsonschema:"assert only: claims (cl_N) this claim replaces; yours, or on threads you have authority over"`
+	ValidUntil     string           `json:"valid_until,omitempty" jsonschema:"assert only: RFC 3339 time after which the claim reads as expired"`
 }
 
 type postFrom struct {
@@ -50,6 +54,17 @@ type markInput struct {
 type eventsInput struct {
 	Thread any    `json:"thread,omitempty" jsonschema:"only this thread's events (th_N, N or \"N\"); omit for the whole instance"`
 	Since  string `json:"since,omitempty" jsonschema:"the cursor of an earlier reply: only newer events come back"`
+	Limit  int    `json:"limit,omitempty" jsonschema:"page size, default 50, at most 200"`
+}
+
+type claimInput struct {
+	Claim any `json:"claim" jsonschema:"the claim: cl_N, N or \"N\""`
+}
+
+type listClaimsInput struct {
+	Thread any    `json:"thread,omitempty" jsonschema:"only claims made in this thread (th_N, N or \"N\")"`
+	State  string `json:"state,omitempty" jsonschema:"only claims in this state: unverified, supported, verified, refuted or superseded"`
+	Cursor string `json:"cursor,omitempty" jsonschema:"the cursor of the previous page, to continue"`
 	Limit  int    `json:"limit,omitempty" jsonschema:"page size, default 50, at most 200"`
 }
 
@@ -197,6 +212,46 @@ func (a *API) tools() []tool {
 	}
 }
 
+// claimTools are the dialectic profile's read operations.
+func (a *API) claimTools() []tool {
+	svc := a.svc
+	return []tool{
+		{
+			name: "get_claim", title: "Read a claim", readOnly: true, idempotent: true,
+			description: "Returns a claim (dialectic profile) with its evidence, its state (unverified, supported, verified, refuted, superseded), whether it has expired, what it supersedes and what superseded it, and its whole history: every attestation, refutation, verification and supersession with actor, time, evidence and message.",
+			in:          reflect.TypeFor[claimInput](), out: reflect.TypeFor[core.ClaimView](),
+			call: func(ctx context.Context, c core.Caller, args json.RawMessage) (any, error) {
+				var in claimInput
+				if err := decode(args, &in); err != nil {
+					return nil, err
+				}
+				if in.Claim == nil {
+					return nil, core.Invalid("claim", "claim is required")
+				}
+				raw, _ := json.Marshal(in.Claim)
+				id, err := core.ParseRefJSON(raw, "cl_", "claim")
+				if err != nil {
+					return nil, err
+				}
+				return svc.GetClaim(ctx, c, id)
+			},
+		},
+		{
+			name: "list_claims", title: "List claims", readOnly: true, idempotent: true,
+			description: "Lists claims (dialectic profile), newest first, optionally of one thread and/or in one state. Pass the returned cursor to get the next page.",
+			in:          reflect.TypeFor[listClaimsInput](), out: reflect.TypeFor[core.ClaimPage](),
+			call: func(ctx context.Context, c core.Caller, args json.RawMessage) (any, error) {
+				var in listClaimsInput
+				id, err := decodeThread(args, &in, &in.Thread, false)
+				if err != nil {
+					return nil, err
+				}
+				return svc.ListClaims(ctx, c, core.ListClaimsQuery{Thread: id, State: in.State, Cursor: in.Cursor, Limit: in.Limit})
+			},
+		},
+	}
+}
+
 // decode reads a tool's arguments strictly: unknown fields are invalid_body,
 // as on HTTP. Absent arguments are an empty object.
 func decode(args json.RawMessage, v any) error {
@@ -251,7 +306,7 @@ func schemaFor(t reflect.Type) (*jsonschema.Schema, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, name := range []string{"thread", "parent"} {
+	for _, name := range []string{"thread", "parent", "claim"} {
 		if p, ok := s.Properties[name]; ok && t != reflect.TypeFor[core.MessageView]() {
 			if p.Type == "" && len(p.Types) == 0 {
 				p.Types = []string{"string", "integer"}
@@ -265,16 +320,19 @@ func schemaFor(t reflect.Type) (*jsonschema.Schema, error) {
 // which have the same shape.
 func messageSchema() (*jsonschema.Schema, error) {
 	type shape struct {
-		ID         string           `json:"id"`
-		Kind       string           `json:"kind"`
-		Thread     string           `json:"thread"`
-		Parent     *string          `json:"parent"`
-		From       core.Party       `json:"from"`
-		AuthorKind string           `json:"author_kind"`
-		Body       string           `json:"body"`
-		Provenance *core.Provenance `json:"provenance,omitempty"`
-		CreatedAt  string           `json:"created_at"`
-		Depth      int              `json:"depth"`
+		ID         string             `json:"id"`
+		Kind       string             `json:"kind"`
+		Thread     string             `json:"thread"`
+		Parent     *string            `json:"parent"`
+		From       core.Party         `json:"from"`
+		AuthorKind string             `json:"author_kind"`
+		Body       string             `json:"body"`
+		Provenance *core.Provenance   `json:"provenance,omitempty"`
+		CreatedAt  string             `json:"created_at"`
+		Depth      int                `json:"depth"`
+		Claim      *core.MessageClaim `json:"claim,omitempty"`
+		Evidence   []core.Evidence    `json:"evidence,omitempty"`
+		Supersedes []string           `json:"supersedes,omitempty"`
 	}
 	s, err := jsonschema.For[shape](nil)
 	if err != nil {

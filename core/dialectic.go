@@ -1,0 +1,168 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// loadClaim reads a claim, turning a missing one into claim_not_found.
+func (s *Service) loadClaim(ctx context.Context, id int64) (Claim, error) {
+	cl, err := s.store.Claim(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return cl, refuse(ReasonClaimNotFound, "there is no claim %s", ClaimKey(id)).with("claim", ClaimKey(id))
+	}
+	return cl, err
+}
+
+// checkClaimAct is who may act on a claim: verify needs the verify right,
+// and nobody attests or verifies their own identity's claim.
+func checkClaimAct(c Caller, cl Claim, kind Kind) error {
+	if kind == KindVerify && !c.Has(RightVerify) {
+		return refuse(ReasonTokenRightMissing, "verify needs the verify right").with("right", RightVerify)
+	}
+	if (kind == KindAttest || kind == KindVerify) && cl.Author.Identity == c.Identity {
+		return refuse(ReasonSelfAttest, "a claim cannot be %s by its own author's identity", pastTense(kind)).with("claim", ClaimKey(cl.ID))
+	}
+	return nil
+}
+
+// claimChange applies one act to a claim and returns the write: the claim
+// at its next version and the history record.
+func (s *Service) claimChange(cl Claim, kind Kind, actor Party, ev []Evidence, msg int64, now time.Time) (ClaimChange, error) {
+	to, err := ClaimStep(kind, cl.State)
+	if err != nil {
+		return ClaimChange{}, err
+	}
+	next := cl
+	next.State, next.Version, next.UpdatedAt = to, cl.Version+1, now
+	rec := &ClaimRecord{Claim: cl.ID, Seq: next.Version, Kind: kind, Actor: actor, At: now, Evidence: ev, Message: msg, From: cl.State, To: to}
+	return ClaimChange{Claim: next, PrevVersion: cl.Version, Record: rec}, nil
+}
+
+// ClaimView is a claim as returned to clients.
+type ClaimView struct {
+	ID           string            `json:"id"`
+	Thread       string            `json:"thread"`
+	Message      string            `json:"message"`
+	Author       Party             `json:"author"`
+	Body         string            `json:"body"`
+	Evidence     []Evidence        `json:"evidence"`
+	State        ClaimState        `json:"state"`
+	ValidUntil   *time.Time        `json:"valid_until"`
+	Expired      bool              `json:"expired"`
+	Supersedes   []string          `json:"supersedes"`
+	SupersededBy *string           `json:"superseded_by"`
+	Version      int64             `json:"version"`
+	CreatedAt    time.Time         `json:"created_at"`
+	UpdatedAt    time.Time         `json:"updated_at"`
+	History      []ClaimRecordView `json:"history,omitempty"`
+}
+
+// ClaimRecordView is one attestation, refutation, verification or supersession.
+type ClaimRecordView struct {
+	Kind     Kind       `json:"kind"`
+	Actor    Party      `json:"actor"`
+	At       time.Time  `json:"at"`
+	Evidence []Evidence `json:"evidence"`
+	Message  string     `json:"message"`
+	From     ClaimState `json:"from"`
+	To       ClaimState `json:"to"`
+}
+
+func expired(until *time.Time, now time.Time) bool { return until != nil && now.After(*until) }
+
+func viewClaim(cl Claim, now time.Time) ClaimView {
+	v := ClaimView{
+		ID: ClaimKey(cl.ID), Thread: ThreadKey(cl.Thread), Message: MessageKey(cl.Message), Author: cl.Author,
+		Body: cl.Body, Evidence: cl.Evidence, State: cl.State, ValidUntil: cl.ValidUntil, Expired: expired(cl.ValidUntil, now),
+		Supersedes: []string{}, Version: cl.Version, CreatedAt: cl.CreatedAt, UpdatedAt: cl.UpdatedAt,
+	}
+	if v.Evidence == nil {
+		v.Evidence = []Evidence{}
+	}
+	for _, id := range cl.Supersedes {
+		v.Supersedes = append(v.Supersedes, ClaimKey(id))
+	}
+	if cl.SupersededBy != 0 {
+		k := ClaimKey(cl.SupersededBy)
+		v.SupersededBy = &k
+	}
+	return v
+}
+
+func (s *Service) needDialectic() error {
+	if !s.dialectic {
+		return Invalid("operation", "this instance does not run the dialectic profile")
+	}
+	return nil
+}
+
+// GetClaim returns a claim with its evidence and whole history.
+func (s *Service) GetClaim(ctx context.Context, c Caller, id int64) (ClaimView, error) {
+	if err := s.needDialectic(); err != nil {
+		return ClaimView{}, err
+	}
+	if err := need(c, RightRead); err != nil {
+		return ClaimView{}, err
+	}
+	cl, recs, err := s.store.ClaimHistory(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return ClaimView{}, refuse(ReasonClaimNotFound, "there is no claim %s", ClaimKey(id)).with("claim", ClaimKey(id))
+	}
+	if err != nil {
+		return ClaimView{}, err
+	}
+	v := viewClaim(cl, s.clock.Now())
+	v.History = make([]ClaimRecordView, 0, len(recs))
+	for _, r := range recs {
+		ev := r.Evidence
+		if ev == nil {
+			ev = []Evidence{}
+		}
+		v.History = append(v.History, ClaimRecordView{Kind: r.Kind, Actor: r.Actor, At: r.At, Evidence: ev, Message: MessageKey(r.Message), From: r.From, To: r.To})
+	}
+	return v, nil
+}
+
+// ListClaimsQuery is list_claims' input.
+type ListClaimsQuery struct {
+	Thread int64
+	State  string
+	Cursor string
+	Limit  int
+}
+
+// ClaimPage is a page of claims.
+type ClaimPage struct {
+	Claims []ClaimView `json:"claims"`
+	Cursor string      `json:"cursor"`
+}
+
+// ListClaims pages through claims, newest first, by thread and/or state.
+func (s *Service) ListClaims(ctx context.Context, c Caller, q ListClaimsQuery) (ClaimPage, error) {
+	if err := s.needDialectic(); err != nil {
+		return ClaimPage{}, err
+	}
+	if err := need(c, RightRead); err != nil {
+		return ClaimPage{}, err
+	}
+	st := ClaimState(q.State)
+	if q.State != "" && !st.Valid() {
+		return ClaimPage{}, Invalid("state", "unknown claim state %q", q.State)
+	}
+	after, err := decodeCursor("cursor", "claims", q.Cursor)
+	if err != nil {
+		return ClaimPage{}, err
+	}
+	cls, next, err := s.store.Claims(ctx, ClaimQuery{Thread: q.Thread, State: st, After: after, Limit: s.page(q.Limit)})
+	if err != nil {
+		return ClaimPage{}, err
+	}
+	now := s.clock.Now()
+	page := ClaimPage{Claims: make([]ClaimView, 0, len(cls)), Cursor: encodeCursor("claims", next)}
+	for _, cl := range cls {
+		page.Claims = append(page.Claims, viewClaim(cl, now))
+	}
+	return page, nil
+}
