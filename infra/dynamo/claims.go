@@ -183,8 +183,10 @@ func (s *Store) ClaimHistory(ctx context.Context, id int64) (core.Claim, []core.
 	return cl, recs, nil
 }
 
-// Claims pages through claims newest first: of a thread (by_list, state as a
-// filter), in a state (by_state), or all (by_events).
+// Claims pages through claims newest first: of a thread (by_list), in a
+// state (by_state), or all (by_events). A thread and a state together read
+// the thread's claims and keep those in the state here, not with a
+// FilterExpression (the embedded server mishandles one on a paged index query).
 func (s *Store) Claims(ctx context.Context, q core.ClaimQuery) ([]core.Claim, string, error) {
 	index, pkAttr, skAttr, pk := IndexEvents, "ev_pk", "ev_sk", "claims"
 	switch {
@@ -205,27 +207,27 @@ func (s *Store) Claims(ctx context.Context, q core.ClaimQuery) ([]core.Claim, st
 			in.KeyConditionExpression = aws.String(pkAttr + " = :pk AND " + skAttr + " < :after")
 			in.ExpressionAttributeValues[":after"] = str(after)
 		}
-		if q.Thread != 0 && q.State != "" {
-			in.FilterExpression = aws.String("cst = :st")
-			in.ExpressionAttributeValues[":st"] = str(string(q.State))
-		}
 		page, err := s.db.Query(ctx, in)
 		if err != nil {
 			return nil, "", err
 		}
-		for _, it := range page.Items {
-			if len(out) < q.Limit {
-				out = append(out, decodeClaim(it))
+		for i, it := range page.Items {
+			cl := decodeClaim(it)
+			if q.Thread != 0 && q.State != "" && cl.State != q.State {
+				continue
+			}
+			out = append(out, cl)
+			if len(out) == q.Limit {
+				more := i < len(page.Items)-1 || len(page.LastEvaluatedKey) > 0
+				if !more {
+					return out, "", nil
+				}
+				return out, pad12(cl.ID), nil
 			}
 		}
-		more := len(page.LastEvaluatedKey) > 0
-		if len(out) >= q.Limit || !more {
-			next := ""
-			if more && len(out) > 0 {
-				next = pad12(out[len(out)-1].ID)
-			}
-			return out, next, nil
+		if len(page.LastEvaluatedKey) == 0 || len(page.Items) == 0 {
+			return out, "", nil
 		}
-		after = item(page.LastEvaluatedKey).s(skAttr)
+		after = item(page.Items[len(page.Items)-1]).s(skAttr)
 	}
 }

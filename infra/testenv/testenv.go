@@ -86,11 +86,11 @@ func (e *Env) Token(t testing.TB, identity, label string, rights ...string) stri
 
 // Cast is the usual set of parties in tests.
 type Cast struct {
-	Alice, Bob, Carol, Mod, Human, Reader string
+	Alice, Bob, Carol, Mod, Human, Reader, Verifier string
 }
 
 // Cast creates tokens for two writers and a third, a lock holder labelled
-// "mod", a human and a read-only token.
+// "mod", a human, a read-only token and a verifier.
 func (e *Env) Cast(t testing.TB) Cast {
 	r := e.Service.Realm() + ":"
 	return Cast{
@@ -100,6 +100,8 @@ func (e *Env) Cast(t testing.TB) Cast {
 		Mod:    e.Token(t, r+"mod", "mod", "read", "write", "lock"),
 		Human:  e.Token(t, "human:hana", ""),
 		Reader: e.Token(t, r+"reader", "", "read"),
+		// Verifier holds the dialectic seal but no lock.
+		Verifier: e.Token(t, r+"vera", "", "read", "write", "verify"),
 	}
 }
 
