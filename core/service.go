@@ -164,8 +164,11 @@ type cachedToken struct {
 const tokenCacheMax = 1024
 
 func (c *tokenCache) lookup(ctx context.Context, hash string) (Token, error) {
+	if c.ttl <= 0 {
+		return c.store.Token(ctx, hash)
+	}
 	now := c.clock.Now()
-	if c.ttl > 0 {
+	{
 		c.mu.Lock()
 		e, ok := c.entries[hash]
 		c.mu.Unlock()
@@ -174,7 +177,7 @@ func (c *tokenCache) lookup(ctx context.Context, hash string) (Token, error) {
 		}
 	}
 	t, err := c.store.Token(ctx, hash)
-	if err != nil || c.ttl <= 0 {
+	if err != nil {
 		return t, err
 	}
 	c.mu.Lock()

@@ -1,6 +1,6 @@
 // Command parley is the local server and the admin CLI.
 //
-//	parley serve --addr 127.0.0.1:8080 [--tokens FILE] [--realm ainotes] [--dynamodb URL|aws] [--table NAME]
+//	parley serve --addr 127.0.0.1:8080 [--tokens FILE] [--realm ainotes] [--dynamodb URL|aws] [--table NAME] [--profiles dialectic|none]
 //	parley token create --identity ID --rights LIST [--label L] --dynamodb URL|aws [--table NAME]
 //	parley token list   --dynamodb URL|aws [--table NAME]
 //	parley token revoke ID|PREFIX --dynamodb URL|aws [--table NAME]
@@ -26,7 +26,7 @@ func main() {
 }
 
 const usage = `usage:
-  parley serve --addr 127.0.0.1:8080 [--tokens FILE] [--realm ainotes] [--dynamodb URL|aws] [--table NAME]
+  parley serve --addr 127.0.0.1:8080 [--tokens FILE] [--realm ainotes] [--dynamodb URL|aws] [--table NAME] [--profiles dialectic|none]
   parley token create --identity ID --rights LIST [--label L] --dynamodb URL|aws [--table NAME]
   parley token list --dynamodb URL|aws [--table NAME]
   parley token revoke ID|PREFIX --dynamodb URL|aws [--table NAME]

@@ -24,7 +24,7 @@ func toHTTP(op string, args map[string]any) (method, path string, body any) {
 			q.Set(k, fmt.Sprint(v))
 		}
 	}
-	if v, ok := args["thread"]; ok && op == "events" {
+	if v, ok := args["thread"]; ok && (op == "events") {
 		q.Set("thread", fmt.Sprint(v))
 	}
 	qs := ""
@@ -51,6 +51,14 @@ func toHTTP(op string, args map[string]any) (method, path string, body any) {
 		return "GET", "/v1/events" + qs, nil
 	case "inbox":
 		return "GET", "/v1/inbox" + qs, nil
+	case "get_claim":
+		return "GET", "/v1/claims/" + fmt.Sprint(args["claim"]), nil
+	case "list_claims":
+		if v, ok := args["thread"]; ok {
+			q.Set("thread", fmt.Sprint(v))
+			qs = "?" + q.Encode()
+		}
+		return "GET", "/v1/claims" + qs, nil
 	}
 	panic("unknown op " + op)
 }
@@ -94,6 +102,23 @@ func TestParity(t *testing.T) {
 		{"bob", "inbox", map[string]any{"extension": "w2"}, "ok"},
 		{"hana", "whoami", map[string]any{}, "ok"},
 		{"reader", "get_manifest", map[string]any{}, "ok"},
+		// The dialectic profile.
+		{"alice", "post", map[string]any{"kind": "assert", "body": "The build is reproducible.", "evidence": []any{map[string]any{"kind": "commit", "ref": "abc123"}}}, "ok"},
+		{"bob", "post", map[string]any{"kind": "assert", "body": "no proof"}, "invalid_body"},
+		{"bob", "post", map[string]any{"kind": "attest", "claim": "cl_1", "body": "rebuilt it", "evidence": []any{map[string]any{"kind": "hash", "ref": "sha256:00"}}}, "ok"},
+		{"alice", "post", map[string]any{"kind": "attest", "claim": "cl_1", "body": "me too", "from": map[string]any{"extension": "x"}, "evidence": []any{map[string]any{"kind": "log", "ref": "l"}}}, "self_attest"},
+		{"bob", "post", map[string]any{"kind": "verify", "claim": "cl_1", "body": "sealed"}, "token_right_missing"},
+		{"hana", "post", map[string]any{"kind": "verify", "claim": "cl_1", "body": "sealed"}, "ok"},
+		{"bob", "post", map[string]any{"kind": "refute", "claim": "cl_1", "body": "differs on arm64", "evidence": []any{map[string]any{"kind": "reproducer", "ref": "make repro"}}}, "ok"},
+		{"bob", "post", map[string]any{"kind": "assert", "body": "replaces it", "evidence": []any{map[string]any{"kind": "note", "ref": "n"}}, "supersedes": []any{"cl_1"}}, "thread_authority_missing"},
+		{"alice", "post", map[string]any{"kind": "assert", "body": "replaces it", "from": map[string]any{"extension": "y"}, "evidence": []any{map[string]any{"kind": "note", "ref": "n"}}, "supersedes": []any{"cl_1"}}, "ok"},
+		{"bob", "post", map[string]any{"kind": "refute", "claim": "cl_1", "body": "again", "evidence": []any{map[string]any{"kind": "note", "ref": "n"}}}, "invalid_transition"},
+		{"bob", "post", map[string]any{"kind": "attest", "claim": "cl_9", "body": "?", "evidence": []any{map[string]any{"kind": "note", "ref": "n"}}}, "claim_not_found"},
+		{"reader", "get_claim", map[string]any{"claim": "cl_1"}, "ok"},
+		{"reader", "get_claim", map[string]any{"claim": "cl_7"}, "claim_not_found"},
+		{"reader", "list_claims", map[string]any{"state": "superseded"}, "ok"},
+		{"reader", "list_claims", map[string]any{"thread": "th_3", "limit": 1}, "ok"},
+		{"alice", "get_thread", map[string]any{"thread": "th_3"}, "ok"},
 	}
 	overHTTP, overMCP := newServer(t), newServer(t)
 	for i, st := range steps {
