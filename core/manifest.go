@@ -16,6 +16,10 @@ type Limits struct {
 	EvidenceRef    int `json:"evidence_ref_chars"`
 	EvidenceNote   int `json:"evidence_note_chars"`
 	Supersedes     int `json:"supersedes_per_claim"`
+	// Loop damping (instance policy, docs/loop-safety.md).
+	Exchange       int  `json:"exchange"`          // 0: off
+	DuplicateBody  bool `json:"duplicate_body"`    // refuse an identity's repeated body in a thread
+	PostsPerMinute int  `json:"posts_per_minute"`  // per token; 0: off
 }
 
 // ReferenceLimits are the reference instance's values.
@@ -24,6 +28,7 @@ func ReferenceLimits() Limits {
 		Body: 500, RequestBody: 16 << 10, Handle: 32, Extension: 32, Provenance: 128,
 		Depth: 64, ThreadMessages: 2000, PageDefault: 50, PageMax: 200, IdempotencyKey: 128,
 		EvidenceItems: 8, EvidenceRef: 500, EvidenceNote: 200, Supersedes: 8,
+		Exchange: 6, DuplicateBody: true, PostsPerMinute: 120,
 	}
 }
 

@@ -53,6 +53,7 @@ func (s *Service) change(ctx context.Context, c Caller, thread int64, op Op, to 
 		// After a confirm the state fields carry the confirmer; the proposer
 		// stays visible in the event history.
 		ev := s.apply(&next, c, out, string(op), now)
+		next.Recent = nil // the state moved: the exchange window restarts
 		if err := s.store.Commit(ctx, Commit{Thread: next, PrevVersion: th.Version, Event: ev}); err != nil {
 			return err
 		}

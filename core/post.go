@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 	"unicode"
 )
@@ -57,6 +58,15 @@ func (s *Service) Post(ctx context.Context, c Caller, envelope []byte, idemKey s
 		res, e = s.post(ctx, c, env, ids, idem)
 		return e
 	})
+	switch {
+	case errors.Is(err, ErrDuplicate):
+		return PostResult{}, refuse(ReasonLimitExceeded, "you have posted this body in this thread already").with("limit", "duplicate")
+	case errors.Is(err, ErrRateLimited):
+		_, wait := rateWindow(s.clock.Now())
+		r := refuse(ReasonRateLimited, "this token may post %d messages a minute", s.limits.PostsPerMinute).with("limit", s.limits.PostsPerMinute)
+		r.RetryAfter = wait
+		return PostResult{}, r
+	}
 	if errors.Is(err, ErrExists) { // a concurrent retry with the same key won
 		if res, ok, err := s.replay(ctx, idem.Key); err != nil || ok {
 			return res, err
@@ -159,6 +169,19 @@ func (s *Service) post(ctx context.Context, c Caller, env Envelope, ids postIDs,
 			cm.Event = s.apply(&next, c, out, MessageKey(ids.message), now)
 		}
 	}
+	// The exchange window restarts whenever the state moves.
+	if cm.Event != nil {
+		next.Recent = remember(nil, sender, s.limits.Exchange)
+	} else {
+		next.Recent = remember(th.Recent, sender, s.limits.Exchange)
+	}
+	if s.limits.DuplicateBody {
+		cm.Dedupe = dedupeKey(c.Identity, env.Body)
+	}
+	if s.limits.PostsPerMinute > 0 {
+		start, _ := rateWindow(now)
+		cm.Rate = &RateCharge{Key: fmt.Sprintf("%s#%d", c.TokenID, start.Unix()), Limit: s.limits.PostsPerMinute, Expires: start.Add(2 * time.Minute)}
+	}
 	if env.Kind == KindAsk {
 		msg.Asker = sender
 	}
@@ -256,6 +279,9 @@ func (s *Service) checkReply(c Caller, kind Kind, th Thread, parent Message, sen
 	}
 	if th.Messages >= s.limits.ThreadMessages {
 		return refuse(ReasonLimitExceeded, "the thread holds its limit of %d messages", s.limits.ThreadMessages).with("limit", "messages").with("value", s.limits.ThreadMessages)
+	}
+	if s.limits.Exchange > 0 && !dampingExempt(kind) && exchangeLocked(th.Recent, sender, s.limits.Exchange) {
+		return exchangeRefusal(s.limits.Exchange)
 	}
 	return nil
 }

@@ -89,4 +89,8 @@ var (
 	ErrConflict = errors.New("conflict")
 	// ErrExists: an idempotency record with this key exists already.
 	ErrExists = errors.New("exists")
+	// ErrDuplicate: the commit's dedupe key exists already.
+	ErrDuplicate = errors.New("duplicate")
+	// ErrRateLimited: the commit's rate counter is at its limit.
+	ErrRateLimited = errors.New("rate limited")
 )

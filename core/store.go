@@ -62,6 +62,19 @@ type Commit struct {
 	Idempotency *Idempotency
 	// Claims written with the change, each conditioned on its version.
 	Claims []ClaimChange
+	// Dedupe, when set, is a key that must not exist yet in the thread: the
+	// same identity's same body (ErrDuplicate).
+	Dedupe string
+	// Rate, when set, charges one post to a token's per-minute counter, which
+	// must stay under the limit (ErrRateLimited).
+	Rate *RateCharge
+}
+
+// RateCharge is one post counted against a token's window.
+type RateCharge struct {
+	Key     string // token id and window
+	Limit   int
+	Expires time.Time // when the counter item may be swept
 }
 
 // ClaimChange writes a claim at its new version (PrevVersion 0: a new claim)

@@ -25,6 +25,10 @@ type Thread struct {
 
 	Awaiting   Awaiting
 	AwaitingAt time.Time // when awaiting was last set; orders the inbox
+
+	// Recent are the senders of the latest messages since the state last
+	// changed, at most Limits.Exchange of them: the exchange limit's window.
+	Recent []Party
 }
 
 func (t Thread) current() Current { return Current{State: t.State, Confirmed: t.ConfirmedAt != nil} }

@@ -87,6 +87,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on")
 	tokens := fs.String("tokens", "", "JSON file of tokens to load (stored hashed)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	rateLimit := fs.Int("rate-limit", core.ReferenceLimits().PostsPerMinute, "posts per token per minute, enforced through DynamoDB; 0 = off")
 	profiles := fs.String("profiles", core.ProfileDialectic, `optional profiles to run, comma-separated ("dialectic"), or "none"`)
 	if err := fs.Parse(args); err != nil {
 		return errUsage
@@ -106,7 +107,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		defer db.Close()
 		sf.dynamodb = db.URL
 	}
-	svc, err := sf.open(ctx, core.Options{Profiles: config.ParseProfiles(*profiles)})
+	if *rateLimit < 0 {
+		return fmt.Errorf("%w: --rate-limit must be 0 or more", errUsage)
+	}
+	limits := core.ReferenceLimits()
+	limits.PostsPerMinute = *rateLimit
+	svc, err := sf.open(ctx, core.Options{Profiles: config.ParseProfiles(*profiles), Limits: limits})
 	if err != nil {
 		return err
 	}

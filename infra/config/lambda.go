@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,6 +20,7 @@ type Lambda struct {
 	DynamoDB      string        // PARLEY_DYNAMODB: an endpoint URL; empty = real DynamoDB
 	TokenCacheTTL time.Duration // PARLEY_TOKEN_CACHE_TTL, default 30s; 0 disables
 	Profiles      []string      // PARLEY_PROFILES: comma list, "none" for none; default every profile
+	RateLimit     int           // PARLEY_RATE_LIMIT: posts per token per minute, default 120; 0 = off
 }
 
 // ParseProfiles reads a --profiles / PARLEY_PROFILES value: "" keeps the
@@ -63,6 +65,14 @@ func FromEnv(getenv func(string) string) (Lambda, error) {
 			return c, fmt.Errorf("config: PARLEY_TOKEN_CACHE_TTL %q is not a duration", s)
 		}
 		c.TokenCacheTTL = d
+	}
+	c.RateLimit = core.ReferenceLimits().PostsPerMinute
+	if s := getenv("PARLEY_RATE_LIMIT"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 {
+			return c, fmt.Errorf("config: PARLEY_RATE_LIMIT %q is not a count", s)
+		}
+		c.RateLimit = n
 	}
 	c.Profiles = ParseProfiles(getenv("PARLEY_PROFILES"))
 	for _, p := range c.Profiles {

@@ -15,14 +15,15 @@ func TestFromEnv(t *testing.T) {
 		ok   bool
 		want Lambda
 	}{
-		{"defaults", map[string]string{"PARLEY_TABLE": "t"}, true, Lambda{Table: "t", Realm: "ainotes", DynamoDB: AWS, TokenCacheTTL: 30 * time.Second}},
-		{"everything", map[string]string{"PARLEY_TABLE": "t", "PARLEY_REALM": "labs", "PARLEY_LOG_LEVEL": "debug", "PARLEY_DYNAMODB": "http://127.0.0.1:8000", "PARLEY_TOKEN_CACHE_TTL": "0s"}, true,
+		{"defaults", map[string]string{"PARLEY_TABLE": "t"}, true, Lambda{Table: "t", Realm: "ainotes", DynamoDB: AWS, TokenCacheTTL: 30 * time.Second, RateLimit: 120}},
+		{"everything", map[string]string{"PARLEY_TABLE": "t", "PARLEY_REALM": "labs", "PARLEY_LOG_LEVEL": "debug", "PARLEY_DYNAMODB": "http://127.0.0.1:8000", "PARLEY_TOKEN_CACHE_TTL": "0s", "PARLEY_RATE_LIMIT": "0"}, true,
 			Lambda{Table: "t", Realm: "labs", LogLevel: slog.LevelDebug, DynamoDB: "http://127.0.0.1:8000"}},
 		{"no table", map[string]string{}, false, Lambda{}},
 		{"bad realm", map[string]string{"PARLEY_TABLE": "t", "PARLEY_REALM": "Not Ok"}, false, Lambda{}},
 		{"bad level", map[string]string{"PARLEY_TABLE": "t", "PARLEY_LOG_LEVEL": "loud"}, false, Lambda{}},
 		{"bad ttl", map[string]string{"PARLEY_TABLE": "t", "PARLEY_TOKEN_CACHE_TTL": "soon"}, false, Lambda{}},
-		{"no profiles", map[string]string{"PARLEY_TABLE": "t", "PARLEY_PROFILES": "none"}, true, Lambda{Table: "t", Realm: "ainotes", DynamoDB: AWS, TokenCacheTTL: 30 * time.Second, Profiles: []string{}}},
+		{"no profiles", map[string]string{"PARLEY_TABLE": "t", "PARLEY_PROFILES": "none"}, true, Lambda{Table: "t", Realm: "ainotes", DynamoDB: AWS, TokenCacheTTL: 30 * time.Second, RateLimit: 120, Profiles: []string{}}},
+		{"bad rate limit", map[string]string{"PARLEY_TABLE": "t", "PARLEY_RATE_LIMIT": "-3"}, false, Lambda{}},
 		{"unknown profile", map[string]string{"PARLEY_TABLE": "t", "PARLEY_PROFILES": "voting"}, false, Lambda{}},
 		{"negative ttl", map[string]string{"PARLEY_TABLE": "t", "PARLEY_TOKEN_CACHE_TTL": "-1s"}, false, Lambda{}},
 	}

@@ -171,6 +171,11 @@ func encodeThread(t core.Thread) item {
 	it.setS("lbl", t.Label)
 	it.setS("sby", t.StateBy)
 	it.setT("sat", t.StateAt)
+	recent := make([]string, len(t.Recent))
+	for i, p := range t.Recent {
+		recent[i] = p.Identity + "/" + p.Extension
+	}
+	it.setS("rc", strings.Join(recent, "|"))
 	it.setS("st_pk", "state#"+string(t.State))
 	it.setS("st_sk", pad12(t.ID))
 	it.setS("ls_pk", threadsAll)
@@ -200,6 +205,12 @@ func decodeThread(it item) core.Thread {
 		Label: it.s("lbl"), StateBy: it.s("sby"), StateAt: it.t("sat"),
 		Awaiting:   core.Awaiting{Scope: core.AwaitScope(it.s("aw")), Party: core.Party{Identity: it.s("aw_id"), Extension: it.s("aw_ext")}},
 		AwaitingAt: it.t("awat"),
+	}
+	if rc := it.s("rc"); rc != "" {
+		for _, p := range strings.Split(rc, "|") {
+			id, ext, _ := strings.Cut(p, "/")
+			t.Recent = append(t.Recent, core.Party{Identity: id, Extension: ext})
+		}
 	}
 	// The root's author is the creator; an ask root is its own asker.
 	t.Root = core.Message{ID: it.n("r_id"), Thread: t.ID, Kind: core.Kind(it.s("r_kind")), From: t.Creator, Depth: 1}
@@ -403,6 +414,23 @@ func (s *Store) Commit(ctx context.Context, c core.Commit) error {
 	for _, ch := range c.Claims {
 		items = append(items, s.claimWrites(ch)...)
 	}
+	dedupeAt, rateAt := -1, -1
+	if c.Dedupe != "" {
+		dedupeAt = len(items)
+		items = append(items, types.TransactWriteItem{Put: &types.Put{
+			TableName: &s.table, Item: item{"pk": str(threadPK(c.Thread.ID)), "sk": str("d#" + c.Dedupe)}, ConditionExpression: fresh,
+		}})
+	}
+	if c.Rate != nil {
+		rateAt = len(items)
+		items = append(items, types.TransactWriteItem{Update: &types.Update{
+			TableName: &s.table, Key: s.key("rate#"+c.Rate.Key, "rate"),
+			UpdateExpression:          aws.String("ADD n :one SET #exp = :exp"),
+			ConditionExpression:       aws.String("attribute_not_exists(n) OR n < :limit"),
+			ExpressionAttributeNames:  map[string]string{"#exp": TTLAttribute},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":one": num(1), ":limit": num(int64(c.Rate.Limit)), ":exp": num(c.Rate.Expires.Unix())},
+		}})
+	}
 	idemAt := -1
 	if c.Idempotency != nil {
 		idemAt = len(items)
@@ -418,20 +446,22 @@ func (s *Store) Commit(ctx context.Context, c core.Commit) error {
 		}})
 	}
 	_, err := s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
-	return classifyTransact(err, idemAt)
+	return classifyTransact(err, map[int]error{idemAt: core.ErrExists, dedupeAt: core.ErrDuplicate, rateAt: core.ErrRateLimited})
 }
 
 // classifyTransact turns a cancelled transaction into the store errors the
-// service understands: the idempotency record → ErrExists; the thread's
-// version, or a conflicting transaction → ErrConflict.
-func classifyTransact(err error, idemAt int) error {
+// service understands: a failed condition on one of the marked items →
+// its error (idempotency record → ErrExists, dedupe → ErrDuplicate, rate
+// counter → ErrRateLimited); the thread's or a claim's version, or a
+// conflicting transaction → ErrConflict.
+func classifyTransact(err error, marked map[int]error) error {
 	var tce *types.TransactionCanceledException
 	if !errors.As(err, &tce) {
 		return err
 	}
 	for i, r := range tce.CancellationReasons {
-		if aws.ToString(r.Code) == "ConditionalCheckFailed" && i == idemAt {
-			return core.ErrExists
+		if e, ok := marked[i]; ok && i >= 0 && aws.ToString(r.Code) == "ConditionalCheckFailed" {
+			return e
 		}
 	}
 	for _, r := range tce.CancellationReasons {

@@ -25,7 +25,8 @@ func (w *world) assert(token, body string, extra map[string]any) string {
 
 func (w *world) act(token, kind, claim string, extra map[string]any) resp {
 	w.t.Helper()
-	env := map[string]any{"kind": kind, "claim": claim, "body": kind + " " + claim}
+	w.seq++
+	env := map[string]any{"kind": kind, "claim": claim, "body": fmt.Sprintf("%s %s (%d)", kind, claim, w.seq)}
 	if kind != "verify" {
 		env["evidence"] = evidence
 	}

@@ -21,6 +21,7 @@ type world struct {
 	env  *testenv.Env
 	srv  *httptest.Server
 	cast testenv.Cast
+	seq  int // makes bodies unique where a test repeats an act
 }
 
 func newWorld(t *testing.T, o core.Options) *world {

@@ -45,7 +45,9 @@ func New(ctx context.Context, operation string, cfg config.Lambda, logOut io.Wri
 	if err != nil {
 		return nil, err
 	}
-	svc, err := core.NewService(store, core.Options{Realm: cfg.Realm, TokenCacheTTL: cfg.TokenCacheTTL, Profiles: cfg.Profiles})
+	limits := core.ReferenceLimits()
+	limits.PostsPerMinute = cfg.RateLimit
+	svc, err := core.NewService(store, core.Options{Realm: cfg.Realm, TokenCacheTTL: cfg.TokenCacheTTL, Profiles: cfg.Profiles, Limits: limits})
 	if err != nil {
 		return nil, err
 	}

@@ -47,8 +47,15 @@ func (b *SyncBuffer) String() string {
 }
 
 // New starts a backend; o may set limits or a clock.
+// Unless o sets limits, the reference limits apply without the per-token
+// rate limit, which tests that post quickly would trip; the rate limit has
+// tests of its own.
 func New(t testing.TB, o core.Options) *Env {
 	t.Helper()
+	if o.Limits == (core.Limits{}) {
+		o.Limits = core.ReferenceLimits()
+		o.Limits.PostsPerMinute = 0
+	}
 	db, err := localdb.Start("")
 	if err != nil {
 		t.Fatal(err)
