@@ -7,7 +7,7 @@ GO        ?= go
 ADDR      ?= 127.0.0.1:8080
 BIN       := bin
 
-.PHONY: run test vet build bench clean deploy
+.PHONY: run test vet build bench clean deploy simulate fuzz
 
 # --- Lambda: one build-<LogicalId> target per function in template.yaml.
 # `sam build` runs them with ARTIFACTS_DIR set; each writes one bootstrap.
@@ -58,6 +58,10 @@ $(TSCLIENT)/node_modules/.installed: $(TSCLIENT)/package.json $(TSCLIENT)/packag
 
 test: vet $(TSCLIENT)/node_modules/.installed $(RIE)
 	$(GO) test -count=1 ./...
+
+# The loop-safety simulation: writes its table into docs/loop-safety.md.
+simulate:
+	$(GO) run ./cmd/parley simulate --write docs/loop-safety.md
 
 clean:
 	rm -rf $(BIN) .aws-sam

@@ -17,9 +17,9 @@ type Limits struct {
 	EvidenceNote   int `json:"evidence_note_chars"`
 	Supersedes     int `json:"supersedes_per_claim"`
 	// Loop damping (instance policy, docs/loop-safety.md).
-	Exchange       int  `json:"exchange"`          // 0: off
-	DuplicateBody  bool `json:"duplicate_body"`    // refuse an identity's repeated body in a thread
-	PostsPerMinute int  `json:"posts_per_minute"`  // per token; 0: off
+	Exchange       int  `json:"exchange"`         // 0: off
+	DuplicateBody  bool `json:"duplicate_body"`   // refuse an identity's repeated body in a thread
+	PostsPerMinute int  `json:"posts_per_minute"` // per token; 0: off
 }
 
 // ReferenceLimits are the reference instance's values.

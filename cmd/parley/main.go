@@ -30,6 +30,7 @@ const usage = `usage:
   parley token create --identity ID --rights LIST [--label L] --dynamodb URL|aws [--table NAME]
   parley token list --dynamodb URL|aws [--table NAME]
   parley token revoke ID|PREFIX --dynamodb URL|aws [--table NAME]
+  parley simulate [--max-messages 200] [--max-time 30s] [--write docs/loop-safety.md]
 `
 
 // errUsage marks an error whose message is already a usage hint.
@@ -40,6 +41,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch {
 	case len(args) >= 1 && args[0] == "serve":
 		err = serve(ctx, args[1:], stdout, stderr)
+	case len(args) >= 1 && args[0] == "simulate":
+		err = simulate(ctx, args[1:], stdout)
 	case len(args) >= 2 && args[0] == "token":
 		err = token(ctx, args[1], args[2:], stdout)
 	default:
