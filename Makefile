@@ -56,8 +56,17 @@ $(TSCLIENT)/node_modules/.installed: $(TSCLIENT)/package.json $(TSCLIENT)/packag
 	cd $(TSCLIENT) && npm ci --no-audit --no-fund
 	touch $@
 
+FUZZ_TARGETS := FuzzDecodeEnvelope FuzzParseRef FuzzCursor
+FUZZTIME     ?= 60s
+
 test: vet $(TSCLIENT)/node_modules/.installed $(RIE)
 	$(GO) test -count=1 ./...
+	@for f in $(FUZZ_TARGETS); do $(GO) test ./core -run '^$$' -fuzz "^$$f$$" -fuzztime 3s >/dev/null || { echo "fuzz $$f failed"; $(GO) test ./core -run "^$$f$$"; exit 1; }; echo "fuzz $$f: 3s, no failure"; done
+
+# Longer fuzzing of the envelope decoder and the ref/cursor parsers; new
+# failures land in core/testdata/fuzz/ as regression seeds.
+fuzz:
+	@for f in $(FUZZ_TARGETS); do $(GO) test ./core -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) || exit 1; done
 
 # The loop-safety simulation: writes its table into docs/loop-safety.md.
 simulate:

@@ -30,12 +30,15 @@ func decodeCursor(field, kind, cursor string) (string, error) {
 	if cursor == "" {
 		return "", nil
 	}
-	raw, err := base64.RawURLEncoding.DecodeString(cursor)
+	// Strict: a cursor has exactly one encoding, so a client cannot forge
+	// look-alikes of one it was given.
+	raw, err := base64.RawURLEncoding.Strict().DecodeString(cursor)
 	if err != nil || len(cursor) > 128 {
 		return "", Invalid(field, "%s is not a cursor this server issued", field)
 	}
 	k, pos, ok := strings.Cut(string(raw), "|")
-	if !ok || k != kind || !cursorPatterns[kind].MatchString(pos) {
+	// Exactly one encoding per cursor (the decoder skips newlines, so check).
+	if !ok || k != kind || !cursorPatterns[kind].MatchString(pos) || encodeCursor(kind, pos) != cursor {
 		return "", Invalid(field, "%s is not a cursor this server issued for this query", field)
 	}
 	return pos, nil

@@ -95,7 +95,11 @@ func jsonRefusal(err error) *Refusal {
 		return Invalid("body", "malformed JSON at offset %d", syntaxErr.Offset)
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-		return Invalid(field, "unknown field %q", field)
+		msg := fmt.Sprintf("unknown field %q", field)
+		if field == "" {
+			field = "body" // a key "" cannot name itself
+		}
+		return Invalid(field, "%s", msg)
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		return Invalid("body", "the request is empty or truncated")
 	}

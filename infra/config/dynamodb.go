@@ -30,7 +30,8 @@ func retryer() aws.Retryer {
 
 // DynamoDB returns a client for endpoint: AWS for real DynamoDB (default
 // credentials and region), or the URL of a DynamoDB-compatible server.
-func DynamoDB(ctx context.Context, endpoint string) (*dynamodb.Client, error) {
+// opts adjust the client (tests and benchmarks add middleware with them).
+func DynamoDB(ctx context.Context, endpoint string, opts ...func(*dynamodb.Options)) (*dynamodb.Client, error) {
 	switch endpoint {
 	case "":
 		return nil, errors.New("config: no DynamoDB endpoint")
@@ -39,7 +40,7 @@ func DynamoDB(ctx context.Context, endpoint string) (*dynamodb.Client, error) {
 		if err != nil {
 			return nil, err
 		}
-		return dynamodb.NewFromConfig(cfg), nil
+		return dynamodb.NewFromConfig(cfg, opts...), nil
 	}
 	region := os.Getenv("AWS_REGION")
 	if region == "" {
@@ -52,5 +53,6 @@ func DynamoDB(ctx context.Context, endpoint string) (*dynamodb.Client, error) {
 		Credentials: credentials.NewStaticCredentialsProvider("local", "local", ""),
 		Retryer:     retryer,
 	}
-	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(endpoint) }), nil
+	opts = append([]func(*dynamodb.Options){func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(endpoint) }}, opts...)
+	return dynamodb.NewFromConfig(cfg, opts...), nil
 }

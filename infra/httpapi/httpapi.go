@@ -146,7 +146,8 @@ func (a *API) wrap(op operation) http.Handler {
 		identity := ""
 		status, value, err := func() (int, any, error) {
 			var c core.Caller
-			if op.auth {
+			// A token that is sent is always checked, even where none is needed.
+			if op.auth || Bearer(r) != "" {
 				var err error
 				if c, err = a.svc.Authenticate(r.Context(), Bearer(r)); err != nil {
 					return 0, nil, err

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
 	"github.com/ainotes/parley/core"
 	"github.com/ainotes/parley/infra/config"
 	"github.com/ainotes/parley/infra/dynamo"
@@ -21,6 +23,7 @@ import (
 // Env is one isolated Parley backend.
 type Env struct {
 	DB      *localdb.DB
+	Client  *dynamodb.Client
 	Store   *dynamo.Store
 	Service *core.Service
 	Log     *SyncBuffer // every log line the adapters wrote
@@ -78,7 +81,7 @@ func New(t testing.TB, o core.Options) *Env {
 		t.Fatal(err)
 	}
 	buf := &SyncBuffer{}
-	return &Env{DB: db, Store: st, Service: svc, Log: buf, Logger: slog.New(slog.NewJSONHandler(io.MultiWriter(buf), nil))}
+	return &Env{DB: db, Client: client, Store: st, Service: svc, Log: buf, Logger: slog.New(slog.NewJSONHandler(io.MultiWriter(buf), nil))}
 }
 
 // Token creates a token and returns its secret.
