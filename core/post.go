@@ -37,18 +37,18 @@ func (s *Service) Post(ctx context.Context, c Caller, envelope []byte, idemKey s
 		}
 	}
 
-	// Ids are allocated once; a retry reuses them, a failed post burns them.
+	// Ids are taken once; a retry reuses them, a failed post burns them.
 	var ids postIDs
-	if ids.message, err = s.store.NextID(ctx, "message"); err != nil {
+	if ids.message, err = s.ids.take(ctx, "message"); err != nil {
 		return PostResult{}, err
 	}
 	if env.Thread == 0 && env.Claim == 0 {
-		if ids.thread, err = s.store.NextID(ctx, "thread"); err != nil {
+		if ids.thread, err = s.ids.take(ctx, "thread"); err != nil {
 			return PostResult{}, err
 		}
 	}
 	if env.Kind == KindAssert {
-		if ids.claim, err = s.store.NextID(ctx, "claim"); err != nil {
+		if ids.claim, err = s.ids.take(ctx, "claim"); err != nil {
 			return PostResult{}, err
 		}
 	}

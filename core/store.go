@@ -15,8 +15,9 @@ type Store interface {
 	Tokens(ctx context.Context) ([]Token, error)
 	RevokeToken(ctx context.Context, id string, at time.Time) error
 
-	// NextID allocates the next number of a sequence ("thread", "message").
-	NextID(ctx context.Context, seq string) (int64, error)
+	// NextIDs reserves the next n numbers of a sequence ("thread",
+	// "message", "claim") and returns the last of them.
+	NextIDs(ctx context.Context, seq string, n int64) (int64, error)
 
 	Thread(ctx context.Context, id int64) (Thread, error)
 	// ThreadAndMessage reads a thread and one of its messages in one round

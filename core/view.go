@@ -1,6 +1,10 @@
 package core
 
-import "time"
+import (
+	"cmp"
+	"slices"
+	"time"
+)
 
 // The JSON shapes both transports return. Field names follow the seed.
 
@@ -120,14 +124,22 @@ type ThreadView struct {
 }
 
 // tree nests messages by parent; siblings keep the order of creation (ids
-// ascending). A message whose parent is missing is shown at the top level.
+// come from per-process blocks, so time orders them, then id). A message
+// whose parent is missing is shown at the top level.
 func tree(msgs []Message, now time.Time) []*MessageView {
+	msgs = slices.Clone(msgs)
+	slices.SortStableFunc(msgs, func(a, b Message) int {
+		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
 	byID := make(map[int64]*MessageView, len(msgs))
 	for _, m := range msgs {
 		byID[m.ID] = viewMessage(m, now)
 	}
 	roots := []*MessageView{}
-	for _, m := range msgs { // msgs arrive ordered by id
+	for _, m := range msgs {
 		v := byID[m.ID]
 		if p, ok := byID[m.Parent]; ok && m.Parent != 0 {
 			p.Replies = append(p.Replies, v)

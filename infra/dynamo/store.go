@@ -131,22 +131,22 @@ func (s *Store) RevokeToken(ctx context.Context, id string, at time.Time) error 
 
 // --- ids
 
-// NextID increments a counter item atomically.
-func (s *Store) NextID(ctx context.Context, seq string) (int64, error) {
+// NextIDs reserves a block of a sequence with one atomic ADD.
+func (s *Store) NextIDs(ctx context.Context, seq string, n int64) (int64, error) {
 	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: &s.table, Key: s.key("seq#"+seq, seqSK),
-		UpdateExpression:          aws.String("ADD n :one"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":one": num(1)},
+		UpdateExpression:          aws.String("ADD n :n"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":n": num(n)},
 		ReturnValues:              types.ReturnValueUpdatedNew,
 	})
 	if err != nil {
 		return 0, err
 	}
-	n := item(out.Attributes).n("n")
-	if n <= 0 {
-		return 0, fmt.Errorf("dynamo: counter %s returned %d", seq, n)
+	last := item(out.Attributes).n("n")
+	if last < n {
+		return 0, fmt.Errorf("dynamo: counter %s returned %d", seq, last)
 	}
-	return n, nil
+	return last, nil
 }
 
 // --- threads and messages
