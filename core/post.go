@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 	"unicode"
 )
@@ -37,6 +36,17 @@ func (s *Service) Post(ctx context.Context, c Caller, envelope []byte, idemKey s
 		}
 	}
 
+	// The rate budget is taken before any write and given back if the post
+	// is refused, so only accepted posts count.
+	if err := s.rate.take(ctx, c.TokenID); err != nil {
+		return PostResult{}, err
+	}
+	accepted := false
+	defer func() {
+		if !accepted {
+			s.rate.giveBack(c.TokenID)
+		}
+	}()
 	// Ids are taken once; a retry reuses them, a failed post burns them.
 	var ids postIDs
 	if ids.message, err = s.ids.take(ctx, "message"); err != nil {
@@ -58,14 +68,9 @@ func (s *Service) Post(ctx context.Context, c Caller, envelope []byte, idemKey s
 		res, e = s.post(ctx, c, env, ids, idem)
 		return e
 	})
-	switch {
-	case errors.Is(err, ErrDuplicate):
+	accepted = err == nil
+	if errors.Is(err, ErrDuplicate) {
 		return PostResult{}, refuse(ReasonLimitExceeded, "you have posted this body in this thread already").with("limit", "duplicate")
-	case errors.Is(err, ErrRateLimited):
-		_, wait := rateWindow(s.clock.Now())
-		r := refuse(ReasonRateLimited, "this token may post %d messages a minute", s.limits.PostsPerMinute).with("limit", s.limits.PostsPerMinute)
-		r.RetryAfter = wait
-		return PostResult{}, r
 	}
 	if errors.Is(err, ErrExists) { // a concurrent retry with the same key won
 		if res, ok, err := s.replay(ctx, idem.Key); err != nil || ok {
@@ -178,10 +183,7 @@ func (s *Service) post(ctx context.Context, c Caller, env Envelope, ids postIDs,
 	if s.limits.DuplicateBody {
 		cm.Dedupe = dedupeKey(c.Identity, env.Body)
 	}
-	if s.limits.PostsPerMinute > 0 {
-		start, _ := rateWindow(now)
-		cm.Rate = &RateCharge{Key: fmt.Sprintf("%s#%d", c.TokenID, start.Unix()), Limit: s.limits.PostsPerMinute, Expires: start.Add(2 * time.Minute)}
-	}
+
 	if env.Kind == KindAsk {
 		msg.Asker = sender
 	}

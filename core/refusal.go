@@ -91,6 +91,4 @@ var (
 	ErrExists = errors.New("exists")
 	// ErrDuplicate: the commit's dedupe key exists already.
 	ErrDuplicate = errors.New("duplicate")
-	// ErrRateLimited: the commit's rate counter is at its limit.
-	ErrRateLimited = errors.New("rate limited")
 )

@@ -49,6 +49,7 @@ type Service struct {
 	idemTTL  time.Duration
 	tokens   *tokenCache
 	ids      *idBlocks
+	rate     *rateBudget
 	// dialectic is true when the dialectic profile is on.
 	dialectic bool
 }
@@ -88,6 +89,7 @@ func NewService(store Store, o Options) (*Service, error) {
 			return nil, errors.New("core: unknown profile " + p)
 		}
 	}
+	s.rate = &rateBudget{store: store, limit: o.Limits.PostsPerMinute, clock: o.Clock, left: map[string]int{}}
 	s.ids = &idBlocks{store: store, size: int64(o.IDBlock), next: map[string]int64{}, end: map[string]int64{}}
 	s.tokens = &tokenCache{store: store, ttl: o.TokenCacheTTL, clock: o.Clock, entries: map[string]cachedToken{}}
 	return s, nil

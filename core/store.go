@@ -45,6 +45,11 @@ type Store interface {
 	// until Limit threads are kept or the index is exhausted.
 	Awaiting(ctx context.Context, q AwaitingQuery) ([]Thread, string, error)
 
+	// ReserveRate adds n posts to a per-token, per-window counter if the
+	// total stays within limit, and reports whether it did. The counter
+	// item expires at expires.
+	ReserveRate(ctx context.Context, key string, n, limit int, expires time.Time) (bool, error)
+
 	// Claim reads one claim item, strongly consistent.
 	Claim(ctx context.Context, id int64) (Claim, error)
 	// ClaimHistory reads a claim with its records, oldest first.
@@ -66,16 +71,6 @@ type Commit struct {
 	// Dedupe, when set, is a key that must not exist yet in the thread: the
 	// same identity's same body (ErrDuplicate).
 	Dedupe string
-	// Rate, when set, charges one post to a token's per-minute counter, which
-	// must stay under the limit (ErrRateLimited).
-	Rate *RateCharge
-}
-
-// RateCharge is one post counted against a token's window.
-type RateCharge struct {
-	Key     string // token id and window
-	Limit   int
-	Expires time.Time // when the counter item may be swept
 }
 
 // ClaimChange writes a claim at its new version (PrevVersion 0: a new claim)

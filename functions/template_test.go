@@ -256,7 +256,8 @@ func TestTemplateTableMatchesTheStore(t *testing.T) {
 			km := k.(map[string]any)
 			keys = append(keys, fmt.Sprint(km["AttributeName"], "/", km["KeyType"]))
 		}
-		got[gm["IndexName"].(string)] = strings.Join(keys, ",") + " " + fmt.Sprint(gm["Projection"].(map[string]any)["ProjectionType"])
+		proj := gm["Projection"].(map[string]any)
+		got[gm["IndexName"].(string)] = strings.Join(keys, ",") + " " + fmt.Sprint(proj["ProjectionType"]) + fmt.Sprint(proj["NonKeyAttributes"])
 	}
 	if len(got) != len(want.GlobalSecondaryIndexes) {
 		t.Fatalf("template has %d indexes, the store %d", len(got), len(want.GlobalSecondaryIndexes))
@@ -266,8 +267,20 @@ func TestTemplateTableMatchesTheStore(t *testing.T) {
 		for _, k := range g.KeySchema {
 			keys = append(keys, fmt.Sprint(*k.AttributeName, "/", k.KeyType))
 		}
-		if w := strings.Join(keys, ",") + " " + string(g.Projection.ProjectionType); got[*g.IndexName] != w {
+		include := "<nil>"
+		if len(g.Projection.NonKeyAttributes) > 0 {
+			include = fmt.Sprint(toAny(g.Projection.NonKeyAttributes))
+		}
+		if w := strings.Join(keys, ",") + " " + string(g.Projection.ProjectionType) + include; got[*g.IndexName] != w {
 			t.Errorf("index %s: template %q, store %q", *g.IndexName, got[*g.IndexName], w)
 		}
 	}
+}
+
+func toAny(s []string) []any {
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
+	}
+	return out
 }

@@ -15,7 +15,8 @@ import (
 
 // Claims live in their own partition: pk = cl_<n>, the claim item under
 // sk = c, its history under sk = h#<seq>. Indexes: by_list (claims of a
-// thread), by_state (claims in a state), by_events (every claim).
+// thread), by_state (claims in a state), by_awaiting's "claims" partition
+// (every claim).
 
 const claimSK = "c"
 
@@ -82,8 +83,10 @@ func encodeClaim(c core.Claim) item {
 	it.setS("ls_sk", pad12(c.ID))
 	it.setS("st_pk", "claim#"+string(c.State))
 	it.setS("st_sk", pad12(c.ID))
-	it.setS("ev_pk", "claims")
-	it.setS("ev_sk", pad12(c.ID))
+	// Every claim: the inbox index holds keys only for claims (its extra
+	// attributes are thread ones), so claim writes cost it nothing.
+	it.setS("ib_pk", "claims")
+	it.setS("ib_sk", pad12(c.ID))
 	return it
 }
 
@@ -184,11 +187,12 @@ func (s *Store) ClaimHistory(ctx context.Context, id int64) (core.Claim, []core.
 }
 
 // Claims pages through claims newest first: of a thread (by_list), in a
-// state (by_state), or all (by_events). A thread and a state together read
-// the thread's claims and keep those in the state here, not with a
+// state (by_state), or all (by_awaiting, partition "claims"); the indexes give keys, one
+// BatchGetItem per page gives the claims. A thread and a state together
+// read the thread's claims and keep those in the state here, not with a
 // FilterExpression (the embedded server mishandles one on a paged index query).
 func (s *Store) Claims(ctx context.Context, q core.ClaimQuery) ([]core.Claim, string, error) {
-	index, pkAttr, skAttr, pk := IndexEvents, "ev_pk", "ev_sk", "claims"
+	index, pkAttr, skAttr, pk := IndexAwaiting, "ib_pk", "ib_sk", "claims"
 	switch {
 	case q.Thread != 0:
 		index, pkAttr, skAttr, pk = IndexList, "ls_pk", "ls_sk", claimsOf(q.Thread)
@@ -211,14 +215,22 @@ func (s *Store) Claims(ctx context.Context, q core.ClaimQuery) ([]core.Claim, st
 		if err != nil {
 			return nil, "", err
 		}
-		for i, it := range page.Items {
+		keys := make([]map[string]types.AttributeValue, 0, len(page.Items))
+		for _, it := range page.Items {
+			keys = append(keys, s.key(item(it).s("pk"), claimSK))
+		}
+		items, err := s.batchGet(ctx, keys)
+		if err != nil {
+			return nil, "", err
+		}
+		for i, it := range items {
 			cl := decodeClaim(it)
 			if q.Thread != 0 && q.State != "" && cl.State != q.State {
 				continue
 			}
 			out = append(out, cl)
 			if len(out) == q.Limit {
-				more := i < len(page.Items)-1 || len(page.LastEvaluatedKey) > 0
+				more := i < len(items)-1 || len(page.LastEvaluatedKey) > 0
 				if !more {
 					return out, "", nil
 				}

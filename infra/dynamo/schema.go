@@ -21,18 +21,23 @@ const (
 )
 
 // TableInput is the table definition (PAY_PER_REQUEST, five GSIs).
+// Events are written once, so their index holds them whole.
 func TableInput(name string) *dynamodb.CreateTableInput {
 	attrs := []string{"pk", "sk", "st_pk", "st_sk", "ls_pk", "ls_sk", "ib_pk", "ib_sk", "ev_pk", "ev_sk", "id_pk"}
 	defs := make([]types.AttributeDefinition, 0, len(attrs))
 	for _, a := range attrs {
 		defs = append(defs, types.AttributeDefinition{AttributeName: aws.String(a), AttributeType: types.ScalarAttributeTypeS})
 	}
-	gsi := func(name, pk, sk string, proj types.ProjectionType) types.GlobalSecondaryIndex {
+	gsi := func(name, pk, sk string, proj types.ProjectionType, include ...string) types.GlobalSecondaryIndex {
 		keys := []types.KeySchemaElement{{AttributeName: aws.String(pk), KeyType: types.KeyTypeHash}}
 		if sk != "" {
 			keys = append(keys, types.KeySchemaElement{AttributeName: aws.String(sk), KeyType: types.KeyTypeRange})
 		}
-		return types.GlobalSecondaryIndex{IndexName: aws.String(name), KeySchema: keys, Projection: &types.Projection{ProjectionType: proj}}
+		p := &types.Projection{ProjectionType: proj}
+		if len(include) > 0 {
+			p.NonKeyAttributes = include
+		}
+		return types.GlobalSecondaryIndex{IndexName: aws.String(name), KeySchema: keys, Projection: p}
 	}
 	return &dynamodb.CreateTableInput{
 		TableName:            aws.String(name),
@@ -43,9 +48,13 @@ func TableInput(name string) *dynamodb.CreateTableInput {
 			{AttributeName: aws.String("sk"), KeyType: types.KeyTypeRange},
 		},
 		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{
-			gsi(IndexState, "st_pk", "st_sk", types.ProjectionTypeAll),
-			gsi(IndexList, "ls_pk", "ls_sk", types.ProjectionTypeAll),
-			gsi(IndexAwaiting, "ib_pk", "ib_sk", types.ProjectionTypeAll),
+			// Threads and claims change on every post: their indexes hold
+			// keys only (plus what the inbox filters on), so a write that
+			// moves no key costs the indexes nothing; listings fetch the
+			// items with one BatchGetItem.
+			gsi(IndexState, "st_pk", "st_sk", types.ProjectionTypeKeysOnly),
+			gsi(IndexList, "ls_pk", "ls_sk", types.ProjectionTypeKeysOnly),
+			gsi(IndexAwaiting, "ib_pk", "ib_sk", types.ProjectionTypeInclude, "aw", "aw_id", "aw_ext"),
 			gsi(IndexEvents, "ev_pk", "ev_sk", types.ProjectionTypeAll),
 			gsi(IndexID, "id_pk", "", types.ProjectionTypeKeysOnly),
 		},

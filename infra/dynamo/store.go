@@ -96,13 +96,50 @@ func (s *Store) Tokens(ctx context.Context) ([]core.Token, error) {
 		KeyConditionExpression:    aws.String("ls_pk = :p"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":p": str(tokensAll)},
 	})
+	var keys []map[string]types.AttributeValue
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
 			return nil, err
 		}
 		for _, it := range page.Items {
-			out = append(out, decodeToken(it))
+			keys = append(keys, s.key(item(it).s("pk"), item(it).s("sk")))
+		}
+	}
+	items, err := s.batchGet(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	for _, it := range items {
+		out = append(out, decodeToken(it))
+	}
+	return out, nil
+}
+
+// batchGet reads items by key, strongly consistent, in the order of keys,
+// 100 keys per BatchGetItem; missing items are left out.
+func (s *Store) batchGet(ctx context.Context, keys []map[string]types.AttributeValue) ([]item, error) {
+	found := map[string]item{}
+	for start := 0; start < len(keys); start += 100 {
+		req := map[string]types.KeysAndAttributes{s.table: {Keys: keys[start:min(start+100, len(keys))], ConsistentRead: aws.Bool(true)}}
+		for attempt := 0; len(req) > 0; attempt++ {
+			if attempt > 5 {
+				return nil, errors.New("dynamo: BatchGetItem left keys unprocessed")
+			}
+			out, err := s.db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: req})
+			if err != nil {
+				return nil, err
+			}
+			for _, it := range out.Responses[s.table] {
+				found[shadowKey(it)] = it
+			}
+			req = out.UnprocessedKeys
+		}
+	}
+	out := make([]item, 0, len(keys))
+	for _, k := range keys {
+		if it, ok := found[shadowKey(k)]; ok {
+			out = append(out, it)
 		}
 	}
 	return out, nil
@@ -414,21 +451,11 @@ func (s *Store) Commit(ctx context.Context, c core.Commit) error {
 	for _, ch := range c.Claims {
 		items = append(items, s.claimWrites(ch)...)
 	}
-	dedupeAt, rateAt := -1, -1
+	dedupeAt := -1
 	if c.Dedupe != "" {
 		dedupeAt = len(items)
 		items = append(items, types.TransactWriteItem{Put: &types.Put{
 			TableName: &s.table, Item: item{"pk": str(threadPK(c.Thread.ID)), "sk": str("d#" + c.Dedupe)}, ConditionExpression: fresh,
-		}})
-	}
-	if c.Rate != nil {
-		rateAt = len(items)
-		items = append(items, types.TransactWriteItem{Update: &types.Update{
-			TableName: &s.table, Key: s.key("rate#"+c.Rate.Key, "rate"),
-			UpdateExpression:          aws.String("ADD n :one SET #exp = :exp"),
-			ConditionExpression:       aws.String("attribute_not_exists(n) OR n < :limit"),
-			ExpressionAttributeNames:  map[string]string{"#exp": TTLAttribute},
-			ExpressionAttributeValues: map[string]types.AttributeValue{":one": num(1), ":limit": num(int64(c.Rate.Limit)), ":exp": num(c.Rate.Expires.Unix())},
 		}})
 	}
 	idemAt := -1
@@ -446,13 +473,12 @@ func (s *Store) Commit(ctx context.Context, c core.Commit) error {
 		}})
 	}
 	_, err := s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
-	return classifyTransact(err, map[int]error{idemAt: core.ErrExists, dedupeAt: core.ErrDuplicate, rateAt: core.ErrRateLimited})
+	return classifyTransact(err, map[int]error{idemAt: core.ErrExists, dedupeAt: core.ErrDuplicate})
 }
 
 // classifyTransact turns a cancelled transaction into the store errors the
 // service understands: a failed condition on one of the marked items →
-// its error (idempotency record → ErrExists, dedupe → ErrDuplicate, rate
-// counter → ErrRateLimited); the thread's or a claim's version, or a
+// its error (idempotency record → ErrExists, dedupe → ErrDuplicate); the thread's or a claim's version, or a
 // conflicting transaction → ErrConflict.
 func classifyTransact(err error, marked map[int]error) error {
 	var tce *types.TransactionCanceledException
@@ -507,13 +533,21 @@ func (s *Store) Threads(ctx context.Context, q core.ThreadQuery) ([]core.Thread,
 	if err != nil {
 		return nil, "", err
 	}
-	ths := make([]core.Thread, 0, len(out.Items))
+	keys := make([]map[string]types.AttributeValue, 0, len(out.Items))
 	for _, it := range out.Items {
+		keys = append(keys, s.key(item(it).s("pk"), threadSK))
+	}
+	items, err := s.batchGet(ctx, keys)
+	if err != nil {
+		return nil, "", err
+	}
+	ths := make([]core.Thread, 0, len(items))
+	for _, it := range items {
 		ths = append(ths, decodeThread(it))
 	}
 	next := ""
-	if len(out.LastEvaluatedKey) > 0 && len(ths) > 0 {
-		next = pad12(ths[len(ths)-1].ID)
+	if len(out.LastEvaluatedKey) > 0 && len(out.Items) > 0 {
+		next = item(out.Items[len(out.Items)-1]).s(skAttr)
 	}
 	return ths, next, nil
 }
@@ -570,11 +604,11 @@ func (s *Store) Events(ctx context.Context, q core.EventQuery) ([]core.Event, st
 func (s *Store) Awaiting(ctx context.Context, q core.AwaitingQuery) ([]core.Thread, string, error) {
 	parts := []string{"aw#" + q.Identity, awaitBroad}
 	pos := q.After
-	var kept []core.Thread
-	for len(kept) < q.Limit {
+	var keys []map[string]types.AttributeValue
+	for len(keys) < q.Limit {
 		type entry struct {
-			key string
-			th  core.Thread
+			key, pk string
+			th      core.Thread
 		}
 		var merged []entry
 		bound := ""
@@ -590,7 +624,10 @@ func (s *Store) Awaiting(ctx context.Context, q core.AwaitingQuery) ([]core.Thre
 				return nil, "", err
 			}
 			for _, it := range out.Items {
-				merged = append(merged, entry{key: item(it).s("ib_sk"), th: decodeThread(it)})
+				// The index holds the keys and what Keep looks at.
+				e := entry{key: item(it).s("ib_sk"), pk: item(it).s("pk")}
+				e.th.Awaiting = core.Awaiting{Scope: core.AwaitScope(item(it).s("aw")), Party: core.Party{Identity: item(it).s("aw_id"), Extension: item(it).s("aw_ext")}}
+				merged = append(merged, e)
 			}
 			if len(out.LastEvaluatedKey) > 0 && len(out.Items) > 0 {
 				last := item(out.Items[len(out.Items)-1]).s("ib_sk")
@@ -605,12 +642,12 @@ func (s *Store) Awaiting(ctx context.Context, q core.AwaitingQuery) ([]core.Thre
 		}
 		sort.Slice(merged, func(i, j int) bool { return merged[i].key < merged[j].key })
 		for _, e := range merged {
-			if (more && e.key > bound) || len(kept) == q.Limit {
+			if (more && e.key > bound) || len(keys) == q.Limit {
 				break
 			}
 			pos = e.key
 			if q.Keep(e.th) {
-				kept = append(kept, e.th)
+				keys = append(keys, s.key(e.pk, threadSK))
 			}
 		}
 		if !more {
@@ -620,5 +657,29 @@ func (s *Store) Awaiting(ctx context.Context, q core.AwaitingQuery) ([]core.Thre
 	if pos == q.After {
 		pos = ""
 	}
+	items, err := s.batchGet(ctx, keys)
+	if err != nil {
+		return nil, "", err
+	}
+	kept := make([]core.Thread, 0, len(items))
+	for _, it := range items {
+		kept = append(kept, decodeThread(it))
+	}
 	return kept, pos, nil
+}
+
+// ReserveRate adds n to a rate counter with one conditional UpdateItem.
+func (s *Store) ReserveRate(ctx context.Context, key string, n, limit int, expires time.Time) (bool, error) {
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: &s.table, Key: s.key("rate#"+key, "rate"),
+		UpdateExpression:          aws.String("ADD n :n SET #exp = :exp"),
+		ConditionExpression:       aws.String("attribute_not_exists(n) OR n <= :room"),
+		ExpressionAttributeNames:  map[string]string{"#exp": TTLAttribute},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":n": num(int64(n)), ":room": num(int64(limit - n)), ":exp": num(expires.Unix())},
+	})
+	var failed *types.ConditionalCheckFailedException
+	if errors.As(err, &failed) {
+		return false, nil
+	}
+	return err == nil, err
 }

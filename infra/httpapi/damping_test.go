@@ -141,13 +141,13 @@ func TestRateLimit(t *testing.T) {
 	other := httptest.NewServer(api.Handler())
 	defer other.Close()
 	first := w.srv
-	th, _ := w.ask(c.Alice, "one")                                                                                                  // 1st, instance one
-	w.post(c.Alice, map[string]any{"kind": "ask", "body": "two"}, 201)                                                              // 2nd
-	w.srv = other                                                                                                                   // the rest through instance two
-	w.post(c.Alice, map[string]any{"kind": "inform", "thread": th, "body": "three", "from": map[string]any{"extension": "z"}}, 201) // 3rd
+	th, _ := w.ask(c.Alice, "one")                                     // 1st, instance one
+	w.post(c.Alice, map[string]any{"kind": "ask", "body": "two"}, 201) // 2nd
+	w.srv = other                                                      // the rest through instance two
 	if r := w.do("POST", "/v1/messages", c.Alice, map[string]any{"kind": "inform", "thread": th, "body": "me again"}); r.reason() != "self_reply" {
 		t.Fatalf("a refused post: %s", r.raw)
 	}
+	w.post(c.Alice, map[string]any{"kind": "inform", "thread": th, "body": "three", "from": map[string]any{"extension": "z"}}, 201) // 3rd: the refusal did not count
 	r := w.do("POST", "/v1/messages", c.Alice, map[string]any{"kind": "ask", "body": "four"})
 	if r.status != 429 || r.reason() != "rate_limited" {
 		t.Fatalf("the fourth post: %s", r.raw)

@@ -17,7 +17,7 @@ import (
 
 // world is one server over one embedded DynamoDB, with the usual cast.
 type world struct {
-	t    *testing.T
+	t    testing.TB
 	env  *testenv.Env
 	srv  *httptest.Server
 	cast testenv.Cast

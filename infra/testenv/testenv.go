@@ -53,7 +53,9 @@ func (b *SyncBuffer) String() string {
 // Unless o sets limits, the reference limits apply without the per-token
 // rate limit, which tests that post quickly would trip; the rate limit has
 // tests of its own.
-func New(t testing.TB, o core.Options) *Env {
+//
+// opts adjust the DynamoDB client (benchmarks install a meter with them).
+func New(t testing.TB, o core.Options, opts ...func(*dynamodb.Options)) *Env {
 	t.Helper()
 	if o.Limits == (core.Limits{}) {
 		o.Limits = core.ReferenceLimits()
@@ -65,7 +67,7 @@ func New(t testing.TB, o core.Options) *Env {
 	}
 	t.Cleanup(func() { _ = db.Close() })
 	ctx := context.Background()
-	client, err := config.DynamoDB(ctx, db.URL)
+	client, err := config.DynamoDB(ctx, db.URL, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
