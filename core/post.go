@@ -240,7 +240,7 @@ func (s *Service) post(ctx context.Context, c Caller, env Envelope, ids postIDs,
 	}
 	aw := awaitingAfter(th.Awaiting, env.Kind, sender, parent.From, askAuthor, next.Creator, newThread, claimAuthor...)
 	if aw != th.Awaiting || expectsReply(env.Kind, newThread) {
-		next.AwaitingAt = now
+		next.AwaitingAt, next.AwaitingVersion = now, next.Version
 	}
 	next.Awaiting = aw
 	cm.Thread, cm.Message = next, &msg
@@ -337,7 +337,7 @@ func (s *Service) apply(t *Thread, c Caller, out Outcome, cause string, now time
 	}
 	if t.Locked() && t.Awaiting.Scope != AwaitNone {
 		t.Awaiting = Awaiting{} // a confirmed closed clears awaiting
-		t.AwaitingAt = now
+		t.AwaitingAt, t.AwaitingVersion = now, t.Version
 	}
 	return &Event{Thread: t.ID, Seq: t.Version, From: from, To: out.To, Origin: t.Origin, Actor: c.Identity, Label: t.Label, At: now, Confirmed: out.Confirmed, Cause: cause}
 }

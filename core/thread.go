@@ -25,6 +25,9 @@ type Thread struct {
 
 	Awaiting   Awaiting
 	AwaitingAt time.Time // when awaiting was last set; orders the inbox
+	// AwaitingVersion is the version that set awaiting: with AwaitingAt it
+	// keys the inbox entry, which so moves only when awaiting is set.
+	AwaitingVersion int64
 
 	// Recent are the senders of the latest messages since the state last
 	// changed, at most Limits.Exchange of them: the exchange limit's window.

@@ -20,8 +20,9 @@ const (
 	TTLAttribute  = "exp"         // epoch seconds; idempotency records expire
 )
 
-// TableInput is the table definition (PAY_PER_REQUEST, five GSIs).
-// Events are written once, so their index holds them whole.
+// TableInput is the table definition (PAY_PER_REQUEST, five GSIs, all
+// keys-only but for the inbox's three filter attributes: index writes cost
+// as much as table writes, reads a fifth).
 func TableInput(name string) *dynamodb.CreateTableInput {
 	attrs := []string{"pk", "sk", "st_pk", "st_sk", "ls_pk", "ls_sk", "ib_pk", "ib_sk", "ev_pk", "ev_sk", "id_pk"}
 	defs := make([]types.AttributeDefinition, 0, len(attrs))
@@ -55,7 +56,7 @@ func TableInput(name string) *dynamodb.CreateTableInput {
 			gsi(IndexState, "st_pk", "st_sk", types.ProjectionTypeKeysOnly),
 			gsi(IndexList, "ls_pk", "ls_sk", types.ProjectionTypeKeysOnly),
 			gsi(IndexAwaiting, "ib_pk", "ib_sk", types.ProjectionTypeInclude, "aw", "aw_id", "aw_ext"),
-			gsi(IndexEvents, "ev_pk", "ev_sk", types.ProjectionTypeAll),
+			gsi(IndexEvents, "ev_pk", "ev_sk", types.ProjectionTypeKeysOnly),
 			gsi(IndexID, "id_pk", "", types.ProjectionTypeKeysOnly),
 		},
 	}

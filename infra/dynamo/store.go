@@ -228,7 +228,8 @@ func encodeThread(t core.Thread) item {
 		} else {
 			it.setS("ib_pk", awaitBroad)
 		}
-		it.setS("ib_sk", orderKey(t.AwaitingAt, t.ID, t.Version))
+		it.setN("awv", t.AwaitingVersion)
+		it.setS("ib_sk", orderKey(t.AwaitingAt, t.ID, t.AwaitingVersion))
 	}
 	return it
 }
@@ -241,7 +242,7 @@ func decodeThread(it item) core.Thread {
 		State: core.State(it.s("st")), Origin: core.Origin(it.s("org")), ConfirmedAt: it.tp("cfa"),
 		Label: it.s("lbl"), StateBy: it.s("sby"), StateAt: it.t("sat"),
 		Awaiting:   core.Awaiting{Scope: core.AwaitScope(it.s("aw")), Party: core.Party{Identity: it.s("aw_id"), Extension: it.s("aw_ext")}},
-		AwaitingAt: it.t("awat"),
+		AwaitingAt: it.t("awat"), AwaitingVersion: it.n("awv"),
 	}
 	if rc := it.s("rc"); rc != "" {
 		for _, p := range strings.Split(rc, "|") {
@@ -580,8 +581,23 @@ func (s *Store) Events(ctx context.Context, q core.EventQuery) ([]core.Event, st
 	if err != nil {
 		return nil, "", err
 	}
-	evs := make([]core.Event, 0, len(out.Items))
-	for _, it := range out.Items {
+	items := out.Items
+	if q.Thread == 0 { // the events index holds keys only
+		keys := make([]map[string]types.AttributeValue, 0, len(items))
+		for _, it := range items {
+			keys = append(keys, s.key(item(it).s("pk"), item(it).s("sk")))
+		}
+		got, err := s.batchGet(ctx, keys)
+		if err != nil {
+			return nil, "", err
+		}
+		items = make([]map[string]types.AttributeValue, len(got))
+		for i, it := range got {
+			items[i] = it
+		}
+	}
+	evs := make([]core.Event, 0, len(items))
+	for _, it := range items {
 		evs = append(evs, decodeEvent(it))
 	}
 	next := ""
