@@ -68,6 +68,14 @@ test: vet $(TSCLIENT)/node_modules/.installed $(RIE)
 fuzz:
 	@for f in $(FUZZ_TARGETS); do $(GO) test ./core -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) || exit 1; done
 
+# Benchmarks: DynamoDB round trips, WRU/RRU and cost per operation, latency
+# (p50/p99) through the handler; cold start and bootstrap size per function
+# under the emulator. docs/performance.md explains and records the figures.
+BENCHTIME ?= 200x
+bench: $(RIE)
+	$(GO) test -run '^$$' -bench Operations -benchtime $(BENCHTIME) ./infra/httpapi | tee bench.txt
+	$(GO) test -run '^$$' -bench ColdStart -benchtime 7x -v ./functions | grep -E '^(Benchmark|ok)|hello-world' | tee -a bench.txt
+
 # The loop-safety simulation: writes its table into docs/loop-safety.md.
 simulate:
 	$(GO) run ./cmd/parley simulate --write docs/loop-safety.md

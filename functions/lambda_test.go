@@ -32,9 +32,15 @@ type emulated struct {
 	url    string
 	stdout *testenv.SyncBuffer
 	stderr *testenv.SyncBuffer
+	cmd    *exec.Cmd
 }
 
-func freePort(t *testing.T) string {
+func (e *emulated) stop() {
+	_ = e.cmd.Process.Kill()
+	_ = e.cmd.Wait()
+}
+
+func freePort(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -58,17 +64,17 @@ func buildHost(t *testing.T) string {
 
 // startEmulator runs one bootstrap under aws-lambda-rie on free loopback
 // ports (never the runtime API's default 9001).
-func startEmulator(t *testing.T, rie, bootstrap string, env []string) *emulated {
+func startEmulator(t testing.TB, rie, bootstrap string, env []string) *emulated {
 	t.Helper()
 	addr, api := freePort(t), freePort(t)
 	cmd := exec.Command(rie, "--runtime-interface-emulator-address", addr, "--runtime-api-address", api, bootstrap)
 	cmd.Env = append(os.Environ(), env...)
-	e := &emulated{url: "http://" + addr + "/2015-03-31/functions/function/invocations", stdout: &testenv.SyncBuffer{}, stderr: &testenv.SyncBuffer{}}
+	e := &emulated{url: "http://" + addr + "/2015-03-31/functions/function/invocations", stdout: &testenv.SyncBuffer{}, stderr: &testenv.SyncBuffer{}, cmd: cmd}
 	cmd.Stdout, cmd.Stderr = e.stdout, e.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if c, err := net.Dial("tcp", addr); err == nil {
 			c.Close()
@@ -79,7 +85,7 @@ func startEmulator(t *testing.T, rie, bootstrap string, env []string) *emulated 
 	return nil
 }
 
-func (e *emulated) invoke(t *testing.T, event []byte) events.APIGatewayV2HTTPResponse {
+func (e *emulated) invoke(t testing.TB, event []byte) events.APIGatewayV2HTTPResponse {
 	t.Helper()
 	res, err := http.Post(e.url, "application/json", bytes.NewReader(event))
 	if err != nil {

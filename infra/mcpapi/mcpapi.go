@@ -60,15 +60,16 @@ func New(svc *core.Service, log *slog.Logger, version string) (*API, error) {
 	if svc.Dialectic() {
 		tools = append(tools, a.claimTools()...)
 	}
+	schemas, err := embeddedSchemas()
+	if err != nil {
+		return nil, err
+	}
 	for _, t := range tools {
-		in, err := schemaFor(t.in)
-		if err != nil {
-			return nil, err
+		sc, ok := schemas[t.name]
+		if !ok {
+			return nil, errors.New("mcpapi: no schema for tool " + t.name + "; run go test ./infra/mcpapi -run Schemas -update")
 		}
-		out, err := schemaFor(t.out)
-		if err != nil {
-			return nil, err
-		}
+		in, out := sc.In, sc.Out
 		server.AddTool(&mcp.Tool{
 			Name: t.name, Title: t.title, Description: t.description, InputSchema: in, OutputSchema: out,
 			Annotations: &mcp.ToolAnnotations{Title: t.title, ReadOnlyHint: t.readOnly, IdempotentHint: t.idempotent, DestructiveHint: &no, OpenWorldHint: &no},
