@@ -73,6 +73,14 @@ func BenchmarkOperations(b *testing.B) {
 		}, func(w *world, a []any) resp {
 			return w.do("POST", "/v1/messages", w.cast.Bob, map[string]any{"kind": "answer", "thread": a[0], "body": "eu-west-1, for latency and price."})
 		}, 201},
+		{"post_clarify", func(w *world, i int) []any {
+			th, _ := w.ask(w.cast.Alice, fmt.Sprintf("Which port, %d?", i))
+			a := w.post(w.cast.Bob, map[string]any{"kind": "answer", "thread": th, "body": "8080."}, 201).body.str("message.id")
+			return []any{th, a}
+		}, func(w *world, a []any) resp {
+			// sets awaiting anew (bob is due), changes no state
+			return w.do("POST", "/v1/messages", w.cast.Alice, map[string]any{"kind": "clarify", "thread": a[0], "parent": a[1], "body": "For the API or for MCP?"})
+		}, 201},
 		{"post_reply_with_parent", func(w *world, i int) []any {
 			th, root := w.ask(w.cast.Alice, fmt.Sprintf("Who reviews %d?", i))
 			return []any{th, root}
