@@ -88,18 +88,15 @@ func emptyBody(body []byte) error {
 }
 
 func (a *API) confirm(r *http.Request, c core.Caller, body []byte) (int, any, error) {
-	id, err := threadRef(r)
-	if err == nil {
-		err = emptyBody(body)
-	}
-	if err != nil {
-		return 0, nil, err
-	}
-	st, err := a.svc.Confirm(r.Context(), c, id)
-	return http.StatusOK, st, err
+	return threadOp(r, body, func(id int64) (core.ThreadState, error) { return a.svc.Confirm(r.Context(), c, id) })
 }
 
 func (a *API) reopen(r *http.Request, c core.Caller, body []byte) (int, any, error) {
+	return threadOp(r, body, func(id int64) (core.ThreadState, error) { return a.svc.Reopen(r.Context(), c, id) })
+}
+
+// threadOp serves an operation on the path's thread that takes no body.
+func threadOp(r *http.Request, body []byte, op func(int64) (core.ThreadState, error)) (int, any, error) {
 	id, err := threadRef(r)
 	if err == nil {
 		err = emptyBody(body)
@@ -107,8 +104,17 @@ func (a *API) reopen(r *http.Request, c core.Caller, body []byte) (int, any, err
 	if err != nil {
 		return 0, nil, err
 	}
-	st, err := a.svc.Reopen(r.Context(), c, id)
+	st, err := op(id)
 	return http.StatusOK, st, err
+}
+
+// threadParam reads the optional thread query parameter (0 when absent).
+func threadParam(r *http.Request) (int64, error) {
+	s := r.URL.Query().Get("thread")
+	if s == "" {
+		return 0, nil
+	}
+	return core.ParseRef(s, "th_", "thread")
 }
 
 func (a *API) events(r *http.Request, c core.Caller, _ []byte) (int, any, error) {
@@ -117,11 +123,9 @@ func (a *API) events(r *http.Request, c core.Caller, _ []byte) (int, any, error)
 		return 0, nil, err
 	}
 	q := r.URL.Query()
-	var thread int64
-	if s := q.Get("thread"); s != "" {
-		if thread, err = core.ParseRef(s, "th_", "thread"); err != nil {
-			return 0, nil, err
-		}
+	thread, err := threadParam(r)
+	if err != nil {
+		return 0, nil, err
 	}
 	p, err := a.svc.Events(r.Context(), c, core.EventsQuery{Thread: thread, Since: q.Get("since"), Limit: limit})
 	return http.StatusOK, p, err
@@ -157,11 +161,9 @@ func (a *API) listClaims(r *http.Request, c core.Caller, _ []byte) (int, any, er
 		return 0, nil, err
 	}
 	q := r.URL.Query()
-	var thread int64
-	if s := q.Get("thread"); s != "" {
-		if thread, err = core.ParseRef(s, "th_", "thread"); err != nil {
-			return 0, nil, err
-		}
+	thread, err := threadParam(r)
+	if err != nil {
+		return 0, nil, err
 	}
 	p, err := a.svc.ListClaims(r.Context(), c, core.ListClaimsQuery{Thread: thread, State: q.Get("state"), Cursor: q.Get("cursor"), Limit: limit})
 	return http.StatusOK, p, err
