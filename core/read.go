@@ -68,9 +68,6 @@ func (s *Service) Events(ctx context.Context, c Caller, q EventsQuery) (EventPag
 	kind := "events"
 	if q.Thread != 0 {
 		kind = "tevents"
-		if _, err := s.loadThread(ctx, q.Thread); err != nil {
-			return EventPage{}, err
-		}
 	}
 	after, err := decodeCursor("since", kind, q.Since)
 	if err != nil {
@@ -82,6 +79,13 @@ func (s *Service) Events(ctx context.Context, c Caller, q EventsQuery) (EventPag
 	evs, next, err := s.store.Events(ctx, EventQuery{Thread: q.Thread, After: after, Limit: s.page(q.Limit)})
 	if err != nil {
 		return EventPage{}, err
+	}
+	// Every thread has at least the event that opened it, so an empty first
+	// page means there is no such thread — no separate read to find out. (A
+	// since cursor for the thread was issued while it existed; threads are
+	// never deleted.)
+	if q.Thread != 0 && after == "" && len(evs) == 0 {
+		return EventPage{}, refuse(ReasonThreadNotFound, "there is no thread %s", ThreadKey(q.Thread)).with("thread", ThreadKey(q.Thread))
 	}
 	if next == "" {
 		next = after
