@@ -40,14 +40,30 @@ func (e *emulated) stop() {
 	_ = e.cmd.Wait()
 }
 
+// handedOut remembers the ports given to emulators in this process: a port
+// closed here can come back from the next Listen(":0"), and two emulators
+// (or one emulator's two addresses) must never share one.
+var handedOut = struct {
+	sync.Mutex
+	ports map[string]bool
+}{ports: map[string]bool{}}
+
 func freePort(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	for {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		if !handedOut.ports[addr] {
+			handedOut.ports[addr] = true
+			return addr
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // buildHost builds every function for this machine with the Lambda build flags.
