@@ -2,10 +2,6 @@ package core
 
 import "context"
 
-// Markable are the targets of the mark operation; open is reached by reopen,
-// or by a human's re-mark.
-var Markable = []State{StateAnswered, StateDecided, StateClosed, StateDeferred, StateObsolete, StateRejected}
-
 // Mark sets a thread's state (decisions §4).
 func (s *Service) Mark(ctx context.Context, c Caller, thread int64, target string) (ThreadState, error) {
 	if err := need(c, RightWrite); err != nil {

@@ -13,7 +13,8 @@ type Store interface {
 	Token(ctx context.Context, hash string) (Token, error)
 	PutToken(ctx context.Context, t Token) error
 	Tokens(ctx context.Context) ([]Token, error)
-	RevokeToken(ctx context.Context, id string, at time.Time) error
+	// RevokeToken marks the token stored under hash revoked; it must exist.
+	RevokeToken(ctx context.Context, hash string, at time.Time) error
 
 	// NextIDs reserves the next n numbers of a sequence ("thread",
 	// "message", "claim") and returns the last of them.

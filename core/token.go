@@ -122,7 +122,7 @@ func (s *Service) RevokeToken(ctx context.Context, idOrPrefix string) (Token, er
 		return Token{}, errors.New("the prefix matches more than one token; give more of the id")
 	}
 	at := s.clock.Now().UTC()
-	if err := s.store.RevokeToken(ctx, match[0].ID, at); err != nil {
+	if err := s.store.RevokeToken(ctx, match[0].Hash, at); err != nil {
 		return Token{}, err
 	}
 	match[0].RevokedAt = &at

@@ -219,7 +219,7 @@ func (s *Store) Claims(ctx context.Context, q core.ClaimQuery) ([]core.Claim, st
 		for _, it := range page.Items {
 			keys = append(keys, s.key(item(it).s("pk"), claimSK))
 		}
-		items, err := s.batchGet(ctx, keys)
+		items, err := s.batchGet(ctx, false, keys)
 		if err != nil {
 			return nil, "", err
 		}

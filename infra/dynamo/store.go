@@ -106,7 +106,7 @@ func (s *Store) Tokens(ctx context.Context) ([]core.Token, error) {
 			keys = append(keys, s.key(item(it).s("pk"), item(it).s("sk")))
 		}
 	}
-	items, err := s.batchGet(ctx, keys)
+	items, err := s.batchGet(ctx, false, keys)
 	if err != nil {
 		return nil, err
 	}
@@ -119,11 +119,11 @@ func (s *Store) Tokens(ctx context.Context) ([]core.Token, error) {
 // batchGet reads items by key in the order of keys, 100 keys per
 // BatchGetItem; missing items are left out. Listings read eventually
 // consistent (half the price): the index they page through is eventually
-// consistent anyway.
-func (s *Store) batchGet(ctx context.Context, keys []map[string]types.AttributeValue) ([]item, error) {
+// consistent anyway; a post's reads before its write are strongly consistent.
+func (s *Store) batchGet(ctx context.Context, consistent bool, keys []map[string]types.AttributeValue) ([]item, error) {
 	found := map[string]item{}
 	for start := 0; start < len(keys); start += 100 {
-		req := map[string]types.KeysAndAttributes{s.table: {Keys: keys[start:min(start+100, len(keys))]}}
+		req := map[string]types.KeysAndAttributes{s.table: {Keys: keys[start:min(start+100, len(keys))], ConsistentRead: aws.Bool(consistent)}}
 		for attempt := 0; len(req) > 0; attempt++ {
 			if attempt > 5 {
 				return nil, errors.New("dynamo: BatchGetItem left keys unprocessed")
@@ -147,25 +147,19 @@ func (s *Store) batchGet(ctx context.Context, keys []map[string]types.AttributeV
 	return out, nil
 }
 
-// RevokeToken marks a token revoked; the token must exist.
-func (s *Store) RevokeToken(ctx context.Context, id string, at time.Time) error {
-	all, err := s.Tokens(ctx)
-	if err != nil {
-		return err
+// RevokeToken marks a token revoked by its hash; the token must exist.
+func (s *Store) RevokeToken(ctx context.Context, hash string, at time.Time) error {
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: &s.table, Key: s.key("tok#"+hash, tokenSK),
+		UpdateExpression:          aws.String("SET rev = :at"),
+		ConditionExpression:       aws.String("attribute_exists(pk)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":at": str(at.UTC().Format(time.RFC3339Nano))},
+	})
+	var missing *types.ConditionalCheckFailedException
+	if errors.As(err, &missing) {
+		return core.ErrNotFound
 	}
-	for _, t := range all {
-		if t.ID != id {
-			continue
-		}
-		_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName: &s.table, Key: s.key("tok#"+t.Hash, tokenSK),
-			UpdateExpression:          aws.String("SET rev = :at"),
-			ConditionExpression:       aws.String("attribute_exists(pk)"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{":at": str(at.UTC().Format(time.RFC3339Nano))},
-		})
-		return err
-	}
-	return core.ErrNotFound
+	return err
 }
 
 // --- ids
@@ -347,19 +341,9 @@ func (s *Store) Thread(ctx context.Context, id int64) (core.Thread, error) {
 
 // ThreadAndMessage reads the thread and a message of it in one BatchGetItem.
 func (s *Store) ThreadAndMessage(ctx context.Context, thread, msg int64) (core.Thread, core.Message, error) {
-	keys := []map[string]types.AttributeValue{s.key(threadPK(thread), threadSK), s.key(threadPK(thread), messageSK(msg))}
-	var got []map[string]types.AttributeValue
-	req := map[string]types.KeysAndAttributes{s.table: {Keys: keys, ConsistentRead: aws.Bool(true)}}
-	for attempt := 0; len(req) > 0; attempt++ {
-		if attempt > 5 {
-			return core.Thread{}, core.Message{}, errors.New("dynamo: BatchGetItem left keys unprocessed")
-		}
-		out, err := s.db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: req})
-		if err != nil {
-			return core.Thread{}, core.Message{}, err
-		}
-		got = append(got, out.Responses[s.table]...)
-		req = out.UnprocessedKeys
+	got, err := s.batchGet(ctx, true, []map[string]types.AttributeValue{s.key(threadPK(thread), threadSK), s.key(threadPK(thread), messageSK(msg))})
+	if err != nil {
+		return core.Thread{}, core.Message{}, err
 	}
 	var th core.Thread
 	var m core.Message
@@ -540,7 +524,7 @@ func (s *Store) Threads(ctx context.Context, q core.ThreadQuery) ([]core.Thread,
 	for _, it := range out.Items {
 		keys = append(keys, s.key(item(it).s("pk"), threadSK))
 	}
-	items, err := s.batchGet(ctx, keys)
+	items, err := s.batchGet(ctx, false, keys)
 	if err != nil {
 		return nil, "", err
 	}
@@ -589,7 +573,7 @@ func (s *Store) Events(ctx context.Context, q core.EventQuery) ([]core.Event, st
 		for _, it := range items {
 			keys = append(keys, s.key(item(it).s("pk"), item(it).s("sk")))
 		}
-		got, err := s.batchGet(ctx, keys)
+		got, err := s.batchGet(ctx, false, keys)
 		if err != nil {
 			return nil, "", err
 		}
@@ -675,7 +659,7 @@ func (s *Store) Awaiting(ctx context.Context, q core.AwaitingQuery) ([]core.Thre
 	if pos == q.After {
 		pos = ""
 	}
-	items, err := s.batchGet(ctx, keys)
+	items, err := s.batchGet(ctx, false, keys)
 	if err != nil {
 		return nil, "", err
 	}
