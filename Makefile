@@ -51,10 +51,27 @@ vet:
 
 TSCLIENT  := infra/mcpapi/tsclient
 
-# The official MCP TypeScript client, for the interoperability test.
+# The official MCP TypeScript client and the MCP Inspector CLI (pinned in
+# package.json), for the interoperability tests.
 $(TSCLIENT)/node_modules/.installed: $(TSCLIENT)/package.json $(TSCLIENT)/package-lock.json
 	cd $(TSCLIENT) && npm ci --no-audit --no-fund
 	touch $@
+
+# Only the client-compatibility test (TypeScript SDK, Inspector CLI, Go SDK);
+# docs/mcp.md has its table.
+.PHONY: compat
+compat: $(TSCLIENT)/node_modules/.installed
+	$(GO) test -count=1 -run TestClientCompatibility -v ./infra/mcpapi
+
+# moto with its server extras, for the strict DynamoDB backend of the tests
+# (infra/testenv/moto.go): python3's own if it has them, else a .venv here.
+.PHONY: moto
+moto:
+	@if [ -x .venv/bin/python ] && .venv/bin/python -c 'import moto.server, werkzeug' 2>/dev/null; then :; \
+	elif [ ! -e .venv ] && python3 -c 'import moto.server, werkzeug' 2>/dev/null; then :; \
+	else echo "moto[server] is not importable: creating .venv (python3 -m venv .venv && .venv/bin/pip install 'moto[server]')"; \
+		python3 -m venv .venv && .venv/bin/pip install --quiet 'moto[server]'; fi
+test: moto
 
 FUZZ_TARGETS := FuzzDecodeEnvelope FuzzParseRef FuzzCursor
 FUZZTIME     ?= 60s

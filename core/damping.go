@@ -69,16 +69,20 @@ func exchangeRefusal(n int) *Refusal {
 
 // rateBudget enforces posts per token per minute across every process
 // through one DynamoDB counter per token and minute. To keep the counter off
-// the hot path, a process reserves a few posts at a time (a twentieth of
-// the limit) and spends them locally; a process can hold at most that many
-// unused when the window ends, so the limit is never exceeded and is
-// reached at worst a few posts early.
+// the hot path a process reserves posts in chunks and spends them locally.
+// The chunk grows only while the process keeps spending (1, 2, 4, … up to
+// a twentieth of the limit) and only while the counter is below half the
+// limit; past that every post reserves exactly one. So a process never holds
+// more unspent than it has spent, and what all processes hold unspent is
+// below half the limit: however many warm instances share a token, it gets
+// at least half its limit in every minute, and all of it from one instance.
 type rateBudget struct {
 	store Store
 	limit int
 	clock Clock
 	mu    sync.Mutex
-	left  map[string]int // token id + window → reserved and unspent
+	left  map[string]int // window key → reserved and unspent
+	chunk map[string]int // window key → the next reservation's size
 }
 
 func (r *rateBudget) key(token string) (string, time.Time, time.Duration) {
@@ -86,44 +90,55 @@ func (r *rateBudget) key(token string) (string, time.Time, time.Duration) {
 	return fmt.Sprintf("%s#%d", token, start.Unix()), start, wait
 }
 
-func (r *rateBudget) take(ctx context.Context, token string) error {
+// take spends one post of the token's budget in the current window and
+// returns that window's key, for giveBack.
+func (r *rateBudget) take(ctx context.Context, token string) (string, error) {
 	if r.limit <= 0 {
-		return nil
+		return "", nil
 	}
 	key, start, wait := r.key(token)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.left[key] > 0 {
 		r.left[key]--
-		return nil
+		return key, nil
 	}
 	window := fmt.Sprintf("#%d", start.Unix())
 	for k := range r.left { // forget windows that ended
 		if !strings.HasSuffix(k, window) {
 			delete(r.left, k)
+			delete(r.chunk, k)
 		}
 	}
 	expires := start.Add(2 * time.Minute)
-	for _, n := range []int{max(1, r.limit/20), 1} {
-		ok, err := r.store.ReserveRate(ctx, key, n, r.limit, expires)
-		if err != nil {
-			return err
-		}
-		if ok {
-			r.left[key] = n - 1
-			return nil
-		}
+	n := max(1, r.chunk[key])
+	total, ok, err := r.store.ReserveRate(ctx, key, n, r.limit, expires)
+	if err == nil && !ok && n > 1 {
+		n = 1
+		total, ok, err = r.store.ReserveRate(ctx, key, n, r.limit, expires)
 	}
-	ref := refuse(ReasonRateLimited, "this token may post %d messages a minute", r.limit).with("limit", r.limit)
-	ref.RetryAfter = wait
-	return ref
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		ref := refuse(ReasonRateLimited, "this token may post %d messages a minute", r.limit).with("limit", r.limit).with("retry_after_s", seconds(wait))
+		ref.RetryAfter = wait
+		return "", ref
+	}
+	r.left[key] = n - 1
+	next := min(n*2, max(1, r.limit/20))
+	if total+next > r.limit/2 {
+		next = 1
+	}
+	r.chunk[key] = next
+	return key, nil
 }
 
-func (r *rateBudget) giveBack(token string) {
-	if r.limit <= 0 {
+// giveBack returns a post's budget to the window it was taken from.
+func (r *rateBudget) giveBack(key string) {
+	if key == "" {
 		return
 	}
-	key, _, _ := r.key(token)
 	r.mu.Lock()
 	r.left[key]++
 	r.mu.Unlock()

@@ -29,7 +29,7 @@ func checkClaimAct(c Caller, cl Claim, kind Kind) error {
 
 // claimChange applies one act to a claim and returns the write: the claim
 // at its next version and the history record.
-func (s *Service) claimChange(cl Claim, kind Kind, actor Party, ev []Evidence, msg int64, now time.Time) (ClaimChange, error) {
+func claimChange(cl Claim, kind Kind, actor Party, ev []Evidence, msg int64, now time.Time) (ClaimChange, error) {
 	to, err := ClaimStep(kind, cl.State)
 	if err != nil {
 		return ClaimChange{}, err
@@ -133,10 +133,10 @@ type ListClaimsQuery struct {
 	Limit  int
 }
 
-// ClaimPage is a page of claims.
+// ClaimPage is a page of claims; Cursor continues it, null at the end.
 type ClaimPage struct {
 	Claims []ClaimView `json:"claims"`
-	Cursor string      `json:"cursor"`
+	Cursor *string     `json:"cursor"`
 }
 
 // ListClaims pages through claims, newest first, by thread and/or state.
@@ -151,7 +151,7 @@ func (s *Service) ListClaims(ctx context.Context, c Caller, q ListClaimsQuery) (
 	if q.State != "" && !st.Valid() {
 		return ClaimPage{}, Invalid("state", "unknown claim state %q", q.State)
 	}
-	after, err := decodeCursor("cursor", "claims", q.Cursor)
+	after, err := decodeIDCursor("cursor", "claims", q.Cursor)
 	if err != nil {
 		return ClaimPage{}, err
 	}
@@ -160,7 +160,7 @@ func (s *Service) ListClaims(ctx context.Context, c Caller, q ListClaimsQuery) (
 		return ClaimPage{}, err
 	}
 	now := s.clock.Now()
-	page := ClaimPage{Claims: make([]ClaimView, 0, len(cls)), Cursor: encodeCursor("claims", next)}
+	page := ClaimPage{Claims: make([]ClaimView, 0, len(cls)), Cursor: nextCursor("claims", idPosition(next))}
 	for _, cl := range cls {
 		page.Claims = append(page.Claims, viewClaim(cl, now))
 	}

@@ -245,8 +245,8 @@ func decodeDialectic(w *wireEnvelope, env *Envelope, lim Limits) error {
 	return nil
 }
 
-// maxRef keeps ids well inside the 12 digits the store pads them to.
-const maxRef = 999_999_999_999
+// maxRef keeps ids within the 15 digits the store pads them to (message ids are thread × 10⁴ + ordinal).
+const maxRef = 999_999_999_999_999
 
 // ParseRefJSON accepts a key ("th_1042"), a number (1042) or a numeric
 // string ("1042"); absent or null gives 0.
@@ -271,7 +271,7 @@ func ParseRef(s, prefix, field string) (int64, error) {
 	if prefix != "" {
 		digits = strings.TrimPrefix(s, prefix)
 	}
-	if digits == "" || len(digits) > 12 || digits[0] == '0' {
+	if digits == "" || len(digits) > 15 || digits[0] == '0' {
 		return 0, Invalid(field, "%s must be %sN or a positive number", field, prefix)
 	}
 	for _, c := range digits {

@@ -135,15 +135,15 @@ func TestAwaitingAfter(t *testing.T) {
 }
 
 func TestCursorsAreStrict(t *testing.T) {
-	good := encodeCursor("threads", "000000000042")
-	if pos, err := decodeCursor("cursor", "threads", good); err != nil || pos != "000000000042" {
-		t.Fatalf("round trip: %q %v", pos, err)
+	good := encodeCursor("threads", "42")
+	if id, err := decodeIDCursor("cursor", "threads", good); err != nil || id != 42 {
+		t.Fatalf("round trip: %d %v", id, err)
 	}
 	for _, c := range []string{
-		"!!!", encodeCursor("inbox", "000000000042"), encodeCursor("threads", "42"),
-		encodeCursor("threads", "000000000042\x00"), encodeCursor("threads", "00000000004a"),
+		"!!!", encodeCursor("inbox", "42"), encodeCursor("threads", "042"), encodeCursor("threads", "-4"),
+		encodeCursor("threads", "42\x00"), encodeCursor("threads", "4a"), good + "=", good[:len(good)-1] + "\n" + good[len(good)-1:],
 	} {
-		if _, err := decodeCursor("cursor", "threads", c); AsRefusal(err).Reason != ReasonInvalidBody || err == nil {
+		if _, err := decodeIDCursor("cursor", "threads", c); err == nil || AsRefusal(err).Reason != ReasonInvalidBody {
 			t.Fatalf("cursor %q accepted", c)
 		}
 	}

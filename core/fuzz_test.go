@@ -72,11 +72,11 @@ func FuzzParseRef(f *testing.F) {
 // FuzzCursor: only cursors this server could have issued are accepted, and
 // they re-encode to themselves.
 func FuzzCursor(f *testing.F) {
-	for _, seed := range []string{encodeCursor("threads", "000000000042"), encodeCursor("inbox", "1795989839264#000000000001#0000000002"), "", "!!", "dGhyZWFkc3w="} {
+	for _, seed := range []string{encodeCursor("threads", "42"), encodeCursor("inbox", "1795989839264#000000000000001#0000000002"), "", "!!", "dGhyZWFkc3w="} {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		for kind := range cursorPatterns {
+		for _, kind := range []string{"threads", "messages", "claims", "tokens", "events", "tevents", "inbox", "queue"} {
 			pos, err := decodeCursor("cursor", kind, s)
 			if err != nil {
 				if AsRefusal(err).Reason != ReasonInvalidBody {

@@ -11,6 +11,11 @@ type Limits struct {
 	ThreadMessages int `json:"messages_per_thread"`
 	PageDefault    int `json:"page_default"`
 	PageMax        int `json:"page_max"`
+	// get_thread pages messages with its own sizes (decisions §11.4).
+	ThreadPageDefault int `json:"thread_page_default"`
+	ThreadPageMax     int `json:"thread_page_max"`
+	// No response of any operation is larger.
+	ResponseBytes int `json:"response_bytes_max"`
 	IdempotencyKey int `json:"idempotency_key_chars"`
 	EvidenceItems  int `json:"evidence_items"`
 	EvidenceRef    int `json:"evidence_ref_chars"`
@@ -27,6 +32,7 @@ func ReferenceLimits() Limits {
 	return Limits{
 		Body: 500, RequestBody: 16 << 10, Handle: 32, Extension: 32, Provenance: 128,
 		Depth: 64, ThreadMessages: 2000, PageDefault: 50, PageMax: 200, IdempotencyKey: 128,
+		ThreadPageDefault: 200, ThreadPageMax: 500, ResponseBytes: 5 << 20,
 		EvidenceItems: 8, EvidenceRef: 500, EvidenceNote: 200, Supersedes: 8,
 		Exchange: 6, DuplicateBody: true, PostsPerMinute: 120,
 	}

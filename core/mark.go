@@ -33,10 +33,15 @@ func (s *Service) change(ctx context.Context, c Caller, thread int64, op Op, to 
 		return ThreadState{}, err
 	}
 	var res ThreadState
-	err := s.retry(ctx, func() error {
-		th, err := s.loadThread(ctx, thread)
-		if err != nil {
-			return err
+	err := s.retry(ctx, func(current *Thread) error {
+		var th Thread
+		if current != nil {
+			th = *current
+		} else {
+			var err error
+			if th, err = s.loadThread(ctx, thread); err != nil {
+				return err
+			}
 		}
 		out, err := Decide(RoleOf(c, th.Creator.Identity), th.current(), op, to)
 		if err != nil {
@@ -50,6 +55,7 @@ func (s *Service) change(ctx context.Context, c Caller, thread int64, op Op, to 
 		// stays visible in the event history.
 		ev := s.apply(&next, c, out, string(op), now)
 		next.Recent = nil // the state moved: the exchange window restarts
+		next.queue(th)
 		if err := s.store.Commit(ctx, Commit{Thread: next, PrevVersion: th.Version, Event: ev}); err != nil {
 			return err
 		}

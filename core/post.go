@@ -10,12 +10,20 @@ import (
 	"unicode"
 )
 
-// Post stores one envelope, given as the client's JSON (decisions §2–§4, §7):
-// it checks rights first, then the envelope, loop protection, limits, the
-// mark the act carries and, for the dialectic kinds, the claim transition;
-// then it writes the message, the thread, the event, the claims and the
-// idempotency record in one conditional transaction, retrying when a
-// concurrent write got there first.
+// Post stores one envelope, given as the client's JSON (decisions §2–§4, §7).
+//
+// Order: the write right, the envelope, the idempotency key (a replay
+// returns the first result), the rate budget, then per attempt the thread
+// and parent, loop protection, limits, the mark the act carries and, for the
+// dialectic kinds, the claim transition; then the message, the thread, the
+// event, the claims and the idempotency record are written in one
+// conditional transaction, retried on fresh state when a concurrent write
+// got there first.
+//
+// Refusals: token_right_missing, invalid_body, rate_limited, thread_not_found,
+// message_not_found, claim_not_found, thread_closed, self_reply,
+// self_attest, thread_authority_missing, invalid_transition,
+// limit_exceeded, unavailable.
 func (s *Service) Post(ctx context.Context, c Caller, envelope []byte, idemKey string) (PostResult, error) {
 	if err := need(c, RightWrite); err != nil {
 		return PostResult{}, err
@@ -24,64 +32,81 @@ func (s *Service) Post(ctx context.Context, c Caller, envelope []byte, idemKey s
 	if err != nil {
 		return PostResult{}, err
 	}
-	var idem *Idempotency
-	if idemKey != "" {
-		if len(idemKey) > s.limits.IdempotencyKey || !printable(idemKey) {
-			return PostResult{}, Invalid("idempotency_key", "the idempotency key must be 1 to %d printable characters", s.limits.IdempotencyKey)
-		}
-		sum := sha256.Sum256([]byte(c.TokenID + "\x00" + idemKey))
-		idem = &Idempotency{Key: hex.EncodeToString(sum[:])}
-		if res, ok, err := s.replay(ctx, idem.Key); err != nil || ok {
+	idem, err := s.idempotencyKey(c, env, idemKey)
+	if err != nil {
+		return PostResult{}, err
+	}
+	if idem != nil {
+		if res, ok, err := s.replay(ctx, idem); err != nil || ok {
 			return res, err
 		}
 	}
 
-	// The rate budget is taken before any write and given back if the post
-	// is refused, so only accepted posts count.
-	if err := s.rate.take(ctx, c.TokenID); err != nil {
+	// The rate budget is taken before any write and returned to the window
+	// it came from if the post is refused, so only accepted posts count.
+	spent, err := s.rate.take(ctx, c.TokenID)
+	if err != nil {
 		return PostResult{}, err
 	}
 	accepted := false
 	defer func() {
 		if !accepted {
-			s.rate.giveBack(c.TokenID)
+			s.rate.giveBack(spent)
 		}
 	}()
-	// Ids are taken once; a retry reuses them, a failed post burns them.
+
+	// Thread and claim ids are taken once; a retry reuses them, a refused
+	// post burns them. Message ids follow from the thread (MessageID).
 	var ids postIDs
-	if ids.message, err = s.ids.take(ctx, "message"); err != nil {
-		return PostResult{}, err
-	}
 	if env.Thread == 0 && env.Claim == 0 {
-		if ids.thread, err = s.ids.take(ctx, "thread"); err != nil {
+		if ids.thread, err = s.store.NextID(ctx, "thread"); err != nil {
 			return PostResult{}, err
 		}
 	}
 	if env.Kind == KindAssert {
-		if ids.claim, err = s.ids.take(ctx, "claim"); err != nil {
+		if ids.claim, err = s.store.NextID(ctx, "claim"); err != nil {
 			return PostResult{}, err
 		}
 	}
 	var res PostResult
-	err = s.retry(ctx, func() error {
+	var parent *Message // immutable: read once, kept across attempts
+	err = s.retry(ctx, func(current *Thread) error {
 		var e error
-		res, e = s.post(ctx, c, env, ids, idem)
+		res, e = s.postOnce(ctx, c, env, ids, idem, current, &parent)
 		return e
 	})
 	accepted = err == nil
-	if errors.Is(err, ErrDuplicate) {
+	switch {
+	case errors.Is(err, ErrDuplicate):
 		return PostResult{}, refuse(ReasonLimitExceeded, "you have posted this body in this thread already").with("limit", "duplicate")
-	}
-	if errors.Is(err, ErrExists) { // a concurrent retry with the same key won
-		if res, ok, err := s.replay(ctx, idem.Key); err != nil || ok {
+	case errors.Is(err, ErrExists): // a concurrent retry with the same key won
+		if res, ok, err := s.replay(ctx, idem); err != nil || ok {
 			return res, err
 		}
-		return PostResult{}, Unavailable(time.Second)
+		return PostResult{}, Unavailable(time.Second, errors.New("idempotency record vanished"))
 	}
 	return res, err
 }
 
-type postIDs struct{ message, thread, claim int64 }
+type postIDs struct{ thread, claim int64 }
+
+// idempotencyKey validates a client's key and binds it to the token and to
+// the request, so that the same key with another envelope is refused.
+func (s *Service) idempotencyKey(c Caller, env Envelope, key string) (*Idempotency, error) {
+	if key == "" {
+		return nil, nil
+	}
+	if len(key) > s.limits.IdempotencyKey || !printable(key) {
+		return nil, Invalid("idempotency_key", "the idempotency key must be 1 to %d printable characters", s.limits.IdempotencyKey)
+	}
+	sum := sha256.Sum256([]byte(c.TokenID + "\x00" + key))
+	req, err := json.Marshal(env)
+	if err != nil {
+		return nil, err
+	}
+	rs := sha256.Sum256(req)
+	return &Idempotency{Key: hex.EncodeToString(sum[:]), Request: hex.EncodeToString(rs[:16])}, nil
+}
 
 func printable(s string) bool {
 	for _, r := range s {
@@ -92,184 +117,264 @@ func printable(s string) bool {
 	return true
 }
 
-func (s *Service) replay(ctx context.Context, key string) (PostResult, bool, error) {
-	raw, err := s.store.Idempotent(ctx, key)
+// replay answers a post whose key was used: the stored message, the
+// thread's state as it is now, and the claim. A different request under the
+// same key is refused.
+func (s *Service) replay(ctx context.Context, idem *Idempotency) (PostResult, bool, error) {
+	rec, err := s.store.Idempotent(ctx, idem.Key)
 	if errors.Is(err, ErrNotFound) {
 		return PostResult{}, false, nil
 	}
 	if err != nil {
 		return PostResult{}, false, err
 	}
-	var res PostResult
-	if err := json.Unmarshal(raw, &res); err != nil {
+	if rec.Request != idem.Request {
+		return PostResult{}, false, Invalid("idempotency_key", "this idempotency key was used for a different request; use a new key for a new message")
+	}
+	th, msg, err := s.store.ThreadAndMessage(ctx, rec.Thread, rec.Message)
+	if err != nil {
 		return PostResult{}, false, err
 	}
-	res.Replayed = true
+	if msg.ID == 0 {
+		return PostResult{}, false, errors.New("idempotency record points to a missing message")
+	}
+	now := s.clock.Now()
+	res := PostResult{Message: viewMessage(msg, now), Thread: viewState(th), Replayed: true}
+	if rec.Claim != 0 {
+		cl, err := s.loadClaim(ctx, rec.Claim)
+		if err != nil {
+			return PostResult{}, false, err
+		}
+		v := viewClaim(cl, now)
+		res.Claim = &v
+	}
 	return res, true, nil
 }
 
-// post is one attempt: read, decide, write. A lost race returns ErrConflict
-// and the caller runs it again on fresh reads.
-func (s *Service) post(ctx context.Context, c Caller, env Envelope, ids postIDs, idem *Idempotency) (PostResult, error) {
-	now := s.clock.Now().UTC()
-	sender := Party{Identity: c.Identity, Extension: env.Extension}
+// draft is one attempt's write under construction.
+type draft struct {
+	c         Caller
+	env       Envelope
+	sender    Party
+	now       time.Time
+	prev      Thread // the thread as read (zero for a new thread)
+	next      Thread
+	parent    Message
+	msg       Message
+	target    *Claim // the claim a dialectic act acts on
+	commit    Commit
+	claimView *Claim
+}
 
-	// The claim acted on decides the thread and, by default, the parent.
-	var target *Claim
-	if env.Claim != 0 {
-		cl, err := s.loadClaim(ctx, env.Claim)
-		if err != nil {
-			return PostResult{}, err
-		}
-		if env.Thread != 0 && env.Thread != cl.Thread {
-			return PostResult{}, Invalid("thread", "%s belongs to %s", ClaimKey(cl.ID), ThreadKey(cl.Thread))
-		}
-		env.Thread = cl.Thread
-		if env.Parent == 0 {
-			env.Parent = cl.Message
-		}
-		target = &cl
+// postOnce is one attempt: read (or take current), decide, write. A lost
+// race returns a *Conflict and the caller runs it again.
+func (s *Service) postOnce(ctx context.Context, c Caller, env Envelope, ids postIDs, idem *Idempotency, current *Thread, parent **Message) (PostResult, error) {
+	d := &draft{c: c, env: env, sender: Party{Identity: c.Identity, Extension: env.Extension}, now: s.clock.Now().UTC()}
+	if err := s.resolveClaim(ctx, d); err != nil {
+		return PostResult{}, err
 	}
-
-	msg := Message{
-		ID: ids.message, Kind: env.Kind, From: sender, AuthorKind: c.AuthorKind(),
-		Body: env.Body, Provenance: env.Provenance, CreatedAt: now, Evidence: env.Evidence, Supersedes: env.Supersedes,
-	}
-	var th, next Thread
-	var cm Commit
-	var parent Message
-	newThread := env.Thread == 0
+	newThread := d.env.Thread == 0
 	if newThread {
-		msg.Thread, msg.Depth, msg.Asker = ids.thread, 1, sender
-		origin := originOf(c)
-		// Opening is not a contested mark, so the first open is confirmed.
-		next = Thread{
-			ID: ids.thread, Creator: sender, CreatedAt: now, Title: titleOf(env.Body), Version: 1,
-			State: StateOpen, Origin: origin, ConfirmedAt: &now, Label: labelOf(c), StateBy: c.Identity, StateAt: now,
-		}
-		cm.Event = &Event{Thread: ids.thread, Seq: 1, To: StateOpen, Origin: origin, Actor: c.Identity, Label: next.Label, At: now, Confirmed: true, Cause: MessageKey(ids.message)}
-	} else {
-		var err error
-		if th, parent, err = s.readParent(ctx, env.Thread, env.Parent); err != nil {
-			return PostResult{}, err
-		}
-		if err := s.checkReply(c, env.Kind, th, parent, sender, target); err != nil {
-			return PostResult{}, err
-		}
-		msg.Thread, msg.Parent, msg.Depth, msg.Asker = th.ID, parent.ID, parent.Depth+1, parent.Asker
-		next = th
-		next.Version++
-		cm.PrevVersion = th.Version
-		var out Outcome
-		switch env.Kind {
-		case KindAnswer:
-			out, err = Decide(RoleOf(c, th.Creator.Identity), th.current(), OpAnswer, StateAnswered)
-		case KindDecide:
-			out, err = Decide(RoleOf(c, th.Creator.Identity), th.current(), OpDecide, StateDecided)
-		}
-		if err != nil {
-			return PostResult{}, err
-		}
-		if out.Change {
-			cm.Event = s.apply(&next, c, out, MessageKey(ids.message), now)
-		}
+		s.open(d, ids.thread)
+	} else if err := s.reply(ctx, d, current, parent); err != nil {
+		return PostResult{}, err
 	}
-	// The exchange window restarts whenever the state moves.
-	if cm.Event != nil {
-		next.Recent = remember(nil, sender, s.limits.Exchange)
-	} else {
-		next.Recent = remember(th.Recent, sender, s.limits.Exchange)
+	if err := s.claims(ctx, d, ids.claim); err != nil {
+		return PostResult{}, err
 	}
+	s.turn(d, newThread)
 	if s.limits.DuplicateBody {
-		cm.Dedupe = dedupeKey(c.Identity, env.Body)
+		d.commit.Dedupe = dedupeKey(c.Identity, env.Body)
 	}
-
-	if env.Kind == KindAsk {
-		msg.Asker = sender
-	}
-	next.Messages++
-	next.UpdatedAt = now
-
-	// Claims: the one asserted and those it supersedes, or the one acted on.
-	var claimAfter *Claim
-	switch {
-	case env.Kind == KindAssert:
-		cl := Claim{
-			ID: ids.claim, Thread: msg.Thread, ThreadCreator: next.Creator.Identity, Message: msg.ID, Author: sender,
-			Body: env.Body, Evidence: env.Evidence, ValidUntil: env.ValidUntil, State: ClaimUnverified, Version: 1,
-			CreatedAt: now, UpdatedAt: now, Supersedes: env.Supersedes,
-		}
-		for _, id := range env.Supersedes {
-			old, err := s.loadClaim(ctx, id)
-			if err != nil {
-				return PostResult{}, err
-			}
-			if old.Author.Identity != c.Identity && RoleOf(c, old.ThreadCreator) < RoleCreator {
-				return PostResult{}, refuse(ReasonThreadAuthorityMissing, "%s is not yours and you have no authority over %s", ClaimKey(id), ThreadKey(old.Thread)).with("claim", ClaimKey(id))
-			}
-			change, err := s.claimChange(old, kindSupersede, sender, nil, msg.ID, now)
-			if err != nil {
-				return PostResult{}, err
-			}
-			change.Claim.SupersededBy = cl.ID
-			cm.Claims = append(cm.Claims, change)
-		}
-		msg.Claim, msg.ClaimState, msg.ClaimValidUntil = cl.ID, cl.State, cl.ValidUntil
-		cm.Claims = append([]ClaimChange{{Claim: cl}}, cm.Claims...)
-		claimAfter = &cm.Claims[0].Claim
-	case target != nil:
-		change, err := s.claimChange(*target, env.Kind, sender, env.Evidence, msg.ID, now)
-		if err != nil {
-			return PostResult{}, err
-		}
-		msg.Claim = target.ID
-		cm.Claims = append(cm.Claims, change)
-		claimAfter = &cm.Claims[0].Claim
-	}
-
-	if newThread {
-		next.Root = msg
-	}
-	askAuthor := parent.Asker
-	if askAuthor == (Party{}) {
-		askAuthor = parent.From // no ask above: the answer goes to whom it replies to
-	}
-	var claimAuthor []Party
-	if target != nil {
-		claimAuthor = []Party{target.Author}
-	}
-	aw := awaitingAfter(th.Awaiting, env.Kind, sender, parent.From, askAuthor, next.Creator, newThread, claimAuthor...)
-	if aw != th.Awaiting || expectsReply(env.Kind, newThread) {
-		next.AwaitingAt, next.AwaitingVersion = now, next.Version
-	}
-	next.Awaiting = aw
-	cm.Thread, cm.Message = next, &msg
-	res := PostResult{Message: viewMessage(msg, now), Thread: viewState(next)}
-	if claimAfter != nil {
-		v := viewClaim(*claimAfter, now)
+	d.next.queue(d.prev)
+	d.commit.Thread, d.commit.Message = d.next, &d.msg
+	res := PostResult{Message: viewMessage(d.msg, d.now), Thread: viewState(d.next)}
+	if d.claimView != nil {
+		v := viewClaim(*d.claimView, d.now)
 		res.Claim = &v
 	}
 	if idem != nil {
-		raw, err := json.Marshal(res)
-		if err != nil {
-			return PostResult{}, err
+		rec := *idem
+		rec.Thread, rec.Message, rec.Expires = d.next.ID, d.msg.ID, d.now.Add(s.idemTTL)
+		if d.claimView != nil {
+			rec.Claim = d.claimView.ID
 		}
-		cm.Idempotency = &Idempotency{Key: idem.Key, Result: raw, Expires: now.Add(s.idemTTL)}
+		d.commit.Idempotency = &rec
 	}
-	if err := s.store.Commit(ctx, cm); err != nil {
+	if err := s.store.Commit(ctx, d.commit); err != nil {
 		return PostResult{}, err
 	}
 	return res, nil
 }
 
+// resolveClaim reads the claim a dialectic act names; it decides the thread
+// and, by default, the parent.
+func (s *Service) resolveClaim(ctx context.Context, d *draft) error {
+	if d.env.Claim == 0 {
+		return nil
+	}
+	cl, err := s.loadClaim(ctx, d.env.Claim)
+	if err != nil {
+		return err
+	}
+	if d.env.Thread != 0 && d.env.Thread != cl.Thread {
+		return Invalid("thread", "%s belongs to %s", ClaimKey(cl.ID), ThreadKey(cl.Thread))
+	}
+	d.env.Thread = cl.Thread
+	if d.env.Parent == 0 {
+		d.env.Parent = cl.Message
+	}
+	d.target = &cl
+	return nil
+}
+
+// open drafts a new thread with its root message. Opening is not a
+// contested mark, so the first open is confirmed.
+func (s *Service) open(d *draft, id int64) {
+	origin := originOf(d.c)
+	d.msg = Message{ID: MessageID(id, 1), Thread: id, Depth: 1, Asker: d.sender}
+	d.fill()
+	d.next = Thread{
+		ID: id, Creator: d.sender, CreatedAt: d.now, UpdatedAt: d.now, Title: titleOf(d.env.Body), Version: 1, Messages: 1,
+		State: StateOpen, Origin: origin, ConfirmedAt: &d.now, Label: labelOf(d.c), StateBy: d.c.Identity, StateAt: d.now,
+		StateMsg: d.msg.ID, Root: d.msg,
+	}
+	d.commit.Event = &Event{Thread: id, Seq: 1, To: StateOpen, Origin: origin, Actor: d.c.Identity, Label: d.next.Label, At: d.now, Confirmed: true, Cause: MessageKey(d.msg.ID)}
+	d.next.Recent = remember(nil, d.sender, s.limits.Exchange)
+}
+
+// fill copies the envelope into the draft message.
+func (d *draft) fill() {
+	d.msg.Kind, d.msg.From, d.msg.AuthorKind = d.env.Kind, d.sender, d.c.AuthorKind()
+	d.msg.Body, d.msg.Provenance, d.msg.CreatedAt = d.env.Body, d.env.Provenance, d.now
+	d.msg.Evidence, d.msg.Supersedes = d.env.Evidence, d.env.Supersedes
+}
+
+// reply drafts a message into an existing thread: the thread as the last
+// lost race found it (or read now), the effective parent, the checks, and
+// the mark the act carries.
+func (s *Service) reply(ctx context.Context, d *draft, current *Thread, parent **Message) error {
+	if current != nil && *parent != nil {
+		d.prev, d.parent = *current, **parent
+	} else {
+		th, p, err := s.readParent(ctx, d.env.Thread, d.env.Parent)
+		if err != nil {
+			return err
+		}
+		d.prev, d.parent = th, p
+		*parent = &p
+	}
+	if err := s.checkReply(d); err != nil {
+		return err
+	}
+	d.next = d.prev
+	d.next.Version++
+	d.next.Messages++
+	d.next.UpdatedAt = d.now
+	d.commit.PrevVersion = d.prev.Version
+	d.msg = Message{ID: MessageID(d.prev.ID, d.next.Messages), Thread: d.prev.ID, Parent: d.parent.ID, Depth: d.parent.Depth + 1, Asker: d.parent.Asker}
+	if d.env.Kind == KindAsk {
+		d.msg.Asker = d.sender
+	}
+	d.fill()
+	if op, ok := actMark(d.env.Kind); ok {
+		out, err := Decide(RoleOf(d.c, d.prev.Creator.Identity), d.prev.current(), op, "")
+		if err != nil {
+			return err
+		}
+		if out.Change {
+			d.commit.Event = s.apply(&d.next, d.c, out, MessageKey(d.msg.ID), d.now)
+			d.next.StateMsg = d.msg.ID
+		}
+	}
+	// The exchange window restarts whenever the state moves.
+	if d.commit.Event != nil {
+		d.next.Recent = remember(nil, d.sender, s.limits.Exchange)
+	} else {
+		d.next.Recent = remember(d.prev.Recent, d.sender, s.limits.Exchange)
+	}
+	return nil
+}
+
+// actMark is the mark an act carries (decisions §3, §4).
+func actMark(k Kind) (Op, bool) {
+	switch k {
+	case KindAnswer:
+		return OpAnswer, true
+	case KindDecide:
+		return OpDecide, true
+	}
+	return "", false
+}
+
+// claims drafts the claim writes: the one asserted and those it
+// supersedes, or the one acted on.
+func (s *Service) claims(ctx context.Context, d *draft, claimID int64) error {
+	switch {
+	case d.env.Kind == KindAssert:
+		cl := Claim{
+			ID: claimID, Thread: d.msg.Thread, ThreadCreator: d.next.Creator.Identity, Message: d.msg.ID, Author: d.sender,
+			Body: d.env.Body, Evidence: d.env.Evidence, ValidUntil: d.env.ValidUntil, State: ClaimUnverified, Version: 1,
+			CreatedAt: d.now, UpdatedAt: d.now, Supersedes: d.env.Supersedes,
+		}
+		var changes []ClaimChange
+		for _, id := range d.env.Supersedes {
+			old, err := s.loadClaim(ctx, id)
+			if err != nil {
+				return err
+			}
+			if old.Author.Identity != d.c.Identity && RoleOf(d.c, old.ThreadCreator) < RoleCreator {
+				return refuse(ReasonThreadAuthorityMissing, "%s is not yours and you have no authority over %s", ClaimKey(id), ThreadKey(old.Thread)).with("claim", ClaimKey(id))
+			}
+			change, err := claimChange(old, kindSupersede, d.sender, nil, d.msg.ID, d.now)
+			if err != nil {
+				return err
+			}
+			change.Claim.SupersededBy = cl.ID
+			changes = append(changes, change)
+		}
+		d.msg.Claim, d.msg.ClaimState, d.msg.ClaimValidUntil = cl.ID, cl.State, cl.ValidUntil
+		d.commit.Claims = append([]ClaimChange{{Claim: cl}}, changes...)
+		d.claimView = &d.commit.Claims[0].Claim
+	case d.target != nil:
+		change, err := claimChange(*d.target, d.env.Kind, d.sender, d.env.Evidence, d.msg.ID, d.now)
+		if err != nil {
+			return err
+		}
+		d.msg.Claim = d.target.ID
+		d.commit.Claims = append(d.commit.Claims, change)
+		d.claimView = &d.commit.Claims[0].Claim
+	}
+	return nil
+}
+
+// turn applies the act's awaiting rule and remembers when awaiting was set
+// (the inbox entry moves only then).
+func (s *Service) turn(d *draft, newThread bool) {
+	askAuthor := d.parent.Asker
+	if askAuthor == (Party{}) {
+		askAuthor = d.parent.From // no ask above: the answer goes to whom it replies to
+	}
+	var claimAuthor []Party
+	if d.target != nil {
+		claimAuthor = []Party{d.target.Author}
+	}
+	aw := awaitingAfter(d.next.Awaiting, d.env.Kind, d.sender, d.parent.From, askAuthor, d.next.Creator, newThread, claimAuthor...)
+	if newThread || aw != d.next.Awaiting || expectsReply(d.env.Kind, newThread) {
+		d.next.AwaitingVersion, d.next.AwaitingMsg = d.next.Version, d.msg.ID
+	}
+	d.next.Awaiting = aw
+}
+
 // checkReply applies the refusals of a reply into an existing thread, in
 // order: closed, the verify right, self_attest, self_reply, the limits.
-func (s *Service) checkReply(c Caller, kind Kind, th Thread, parent Message, sender Party, target *Claim) error {
+func (s *Service) checkReply(d *draft) error {
+	th, parent, sender := d.prev, d.parent, d.sender
 	if th.Locked() {
 		return refuse(ReasonThreadClosed, "the thread is closed and confirmed; it accepts no message until reopened").with("thread", ThreadKey(th.ID))
 	}
-	if target != nil {
-		if err := checkClaimAct(c, *target, kind); err != nil {
+	if d.target != nil {
+		if err := checkClaimAct(d.c, *d.target, d.env.Kind); err != nil {
 			return err
 		}
 	}
@@ -282,7 +387,7 @@ func (s *Service) checkReply(c Caller, kind Kind, th Thread, parent Message, sen
 	if th.Messages >= s.limits.ThreadMessages {
 		return refuse(ReasonLimitExceeded, "the thread holds its limit of %d messages", s.limits.ThreadMessages).with("limit", "messages").with("value", s.limits.ThreadMessages)
 	}
-	if s.limits.Exchange > 0 && !dampingExempt(kind) && exchangeLocked(th.Recent, sender, s.limits.Exchange) {
+	if s.limits.Exchange > 0 && !dampingExempt(d.env.Kind) && exchangeLocked(th.Recent, sender, s.limits.Exchange) {
 		return exchangeRefusal(s.limits.Exchange)
 	}
 	return nil
@@ -300,27 +405,37 @@ func expectsReply(k Kind, newThread bool) bool {
 }
 
 // readParent reads the thread and the effective parent: the given one, or
-// the root. A parent elsewhere is invalid_body; one nowhere is message_not_found.
+// the root. Message ids carry their thread, so the usual case is one
+// read; a parent named in another thread costs one more, to tell
+// invalid_body (it is elsewhere) from message_not_found (it is nowhere).
 func (s *Service) readParent(ctx context.Context, thread, parent int64) (Thread, Message, error) {
 	if parent == 0 {
 		th, err := s.loadThread(ctx, thread)
 		return th, th.Root, err
 	}
+	missing := refuse(ReasonMessageNotFound, "there is no message %s", MessageKey(parent)).with("parent", MessageKey(parent))
+	if other, _ := MessageParts(parent); other != thread {
+		th, err := s.loadThread(ctx, thread)
+		if err != nil {
+			return th, Message{}, err
+		}
+		found, err := s.store.MessagesByID(ctx, []int64{parent})
+		if err != nil {
+			return th, Message{}, err
+		}
+		if len(found) == 0 {
+			return th, Message{}, missing
+		}
+		return th, Message{}, Invalid("parent", "%s belongs to %s, not %s", MessageKey(parent), ThreadKey(other), ThreadKey(thread))
+	}
 	th, msg, err := s.store.ThreadAndMessage(ctx, thread, parent)
 	if errors.Is(err, ErrNotFound) {
 		return th, msg, refuse(ReasonThreadNotFound, "there is no thread %s", ThreadKey(thread)).with("thread", ThreadKey(thread))
 	}
-	if err != nil || msg.ID != 0 {
-		return th, msg, err
+	if err == nil && msg.ID == 0 {
+		return th, msg, missing
 	}
-	other, err := s.store.MessageThread(ctx, parent)
-	switch {
-	case errors.Is(err, ErrNotFound):
-		return th, msg, refuse(ReasonMessageNotFound, "there is no message %s", MessageKey(parent)).with("parent", MessageKey(parent))
-	case err != nil:
-		return th, msg, err
-	}
-	return th, msg, Invalid("parent", "%s belongs to %s, not %s", MessageKey(parent), ThreadKey(other), ThreadKey(thread))
+	return th, msg, err
 }
 
 // apply writes an outcome into the thread's state fields and returns its event.
@@ -331,13 +446,14 @@ func (s *Service) apply(t *Thread, c Caller, out Outcome, cause string, now time
 	t.Label = labelOf(c)
 	t.StateBy = c.Identity
 	t.StateAt = now
+	t.StateMsg = 0
 	t.ConfirmedAt = nil
 	if out.Confirmed {
 		t.ConfirmedAt = &now
 	}
 	if t.Locked() && t.Awaiting.Scope != AwaitNone {
 		t.Awaiting = Awaiting{} // a confirmed closed clears awaiting
-		t.AwaitingAt, t.AwaitingVersion = now, t.Version
+		t.AwaitingVersion, t.AwaitingMsg = t.Version, 0
 	}
 	return &Event{Thread: t.ID, Seq: t.Version, From: from, To: out.To, Origin: t.Origin, Actor: c.Identity, Label: t.Label, At: now, Confirmed: out.Confirmed, Cause: cause}
 }

@@ -2,23 +2,78 @@ package core
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 )
 
-// GetThread returns a thread with its message tree.
-func (s *Service) GetThread(ctx context.Context, c Caller, id int64) (ThreadView, error) {
+// GetThreadQuery is get_thread's input.
+type GetThreadQuery struct {
+	Thread int64
+	Cursor string
+	Limit  int
+}
+
+// GetThread returns a thread's state and a page of its messages in order of
+// creation, nested by parent within the page (decisions §11.4). A page
+// stops early when its messages would make the response too large to
+// carry on either transport.
+//
+// Refusals: token_right_missing, invalid_body, thread_not_found.
+func (s *Service) GetThread(ctx context.Context, c Caller, q GetThreadQuery) (ThreadView, error) {
 	if err := need(c, RightRead); err != nil {
 		return ThreadView{}, err
 	}
-	th, msgs, err := s.store.ThreadMessages(ctx, id)
+	after, err := decodeIDCursor("cursor", "messages", q.Cursor)
+	if err != nil {
+		return ThreadView{}, err
+	}
+	if after != 0 {
+		if th, _ := MessageParts(after); th != q.Thread {
+			return ThreadView{}, Invalid("cursor", "cursor is a cursor of another thread")
+		}
+	}
+	limit := pageSize(q.Limit, s.limits.ThreadPageDefault, s.limits.ThreadPageMax)
+	th, msgs, more, err := s.store.Messages(ctx, MessageQuery{Thread: q.Thread, After: after, Limit: limit})
 	if errors.Is(err, ErrNotFound) {
-		return ThreadView{}, refuse(ReasonThreadNotFound, "there is no thread %s", ThreadKey(id)).with("thread", ThreadKey(id))
+		return ThreadView{}, refuse(ReasonThreadNotFound, "there is no thread %s", ThreadKey(q.Thread)).with("thread", ThreadKey(q.Thread))
 	}
 	if err != nil {
 		return ThreadView{}, err
 	}
-	return ThreadView{ThreadSummary: viewSummary(th), Messages: tree(msgs, s.clock.Now())}, nil
+	// Keep the page within its share of the response limit: MCP carries a
+	// result twice (structured and as text).
+	budget, size := s.limits.ResponseBytes*2/5, 0
+	for i, m := range msgs {
+		raw, err := json.Marshal(viewMessage(m, s.clock.Now()))
+		if err != nil {
+			return ThreadView{}, err
+		}
+		if size += len(raw); size > budget && i > 0 {
+			msgs, more = msgs[:i], true
+			break
+		}
+	}
+	v := ThreadView{ThreadSummary: viewSummary(th), Messages: tree(msgs, s.clock.Now())}
+	if more && len(msgs) > 0 {
+		v.Cursor = nextCursor("messages", idPosition(msgs[len(msgs)-1].ID))
+	}
+	return v, nil
+}
+
+// pageSize applies a page's default and maximum; the input layer refuses
+// limits below 1.
+func pageSize(limit, def, max int) int {
+	if limit <= 0 {
+		return def
+	}
+	return min(limit, max)
+}
+
+func (s *Service) page(limit int) int {
+	return pageSize(limit, s.limits.PageDefault, s.limits.PageMax)
 }
 
 // ListThreadsQuery is list_threads' input.
@@ -29,6 +84,8 @@ type ListThreadsQuery struct {
 }
 
 // ListThreads pages through threads, newest first, optionally in one state.
+//
+// Refusals: token_right_missing, invalid_body.
 func (s *Service) ListThreads(ctx context.Context, c Caller, q ListThreadsQuery) (ThreadPage, error) {
 	if err := need(c, RightRead); err != nil {
 		return ThreadPage{}, err
@@ -37,7 +94,7 @@ func (s *Service) ListThreads(ctx context.Context, c Caller, q ListThreadsQuery)
 	if q.State != "" && !st.Valid() {
 		return ThreadPage{}, Invalid("state", "unknown state %q", q.State)
 	}
-	after, err := decodeCursor("cursor", "threads", q.Cursor)
+	after, err := decodeIDCursor("cursor", "threads", q.Cursor)
 	if err != nil {
 		return ThreadPage{}, err
 	}
@@ -45,7 +102,7 @@ func (s *Service) ListThreads(ctx context.Context, c Caller, q ListThreadsQuery)
 	if err != nil {
 		return ThreadPage{}, err
 	}
-	page := ThreadPage{Threads: make([]ThreadSummary, 0, len(ths)), Cursor: encodeCursor("threads", next)}
+	page := ThreadPage{Threads: make([]ThreadSummary, 0, len(ths)), Cursor: nextCursor("threads", idPosition(next))}
 	for _, t := range ths {
 		page.Threads = append(page.Threads, viewSummary(t))
 	}
@@ -60,37 +117,58 @@ type EventsQuery struct {
 }
 
 // Events returns the state changes after a cursor, oldest first. The cursor
-// always comes back, so a caller can poll with it for what is new.
+// always comes back, so a caller can poll with it for what is new. A
+// thread's events are exact; the instance's feed may repeat an event within
+// the settle window (decisions §11.11) — (thread, seq) identifies it.
+//
+// Refusals: token_right_missing, invalid_body, thread_not_found.
 func (s *Service) Events(ctx context.Context, c Caller, q EventsQuery) (EventPage, error) {
 	if err := need(c, RightRead); err != nil {
 		return EventPage{}, err
 	}
-	kind := "events"
+	var evs []Event
+	var cursor string
 	if q.Thread != 0 {
-		kind = "tevents"
+		pos, err := decodeCursor("since", "tevents", q.Since)
+		if err != nil {
+			return EventPage{}, err
+		}
+		var seq int64
+		if pos != "" {
+			th, sq, ok := strings.Cut(pos, ":")
+			n, err := strconv.ParseInt(sq, 10, 64)
+			if !ok || th != strconv.FormatInt(q.Thread, 10) || err != nil || n < 0 {
+				return EventPage{}, Invalid("since", "since is a cursor of another thread")
+			}
+			seq = n
+		}
+		evs, _, err = s.store.Events(ctx, EventQuery{Thread: q.Thread, AfterSeq: seq, Limit: s.page(q.Limit)})
+		if err != nil {
+			return EventPage{}, err
+		}
+		// Every thread has at least the event that opened it, so an empty
+		// first page means there is no such thread — no separate read to find
+		// out. (Threads are never deleted.)
+		if seq == 0 && len(evs) == 0 {
+			return EventPage{}, refuse(ReasonThreadNotFound, "there is no thread %s", ThreadKey(q.Thread)).with("thread", ThreadKey(q.Thread))
+		}
+		if len(evs) > 0 {
+			seq = evs[len(evs)-1].Seq
+		}
+		cursor = encodeCursor("tevents", fmt.Sprintf("%d:%d", q.Thread, seq))
+	} else {
+		after, err := decodeCursor("since", "events", q.Since)
+		if err != nil {
+			return EventPage{}, err
+		}
+		var next string
+		evs, next, err = s.store.Events(ctx, EventQuery{After: after, Limit: s.page(q.Limit)})
+		if err != nil {
+			return EventPage{}, positionError("since", err)
+		}
+		cursor = encodeCursor("events", next)
 	}
-	after, err := decodeCursor("since", kind, q.Since)
-	if err != nil {
-		return EventPage{}, err
-	}
-	if kind == "tevents" && after != "" && after[:12] != fmt.Sprintf("%012d", q.Thread) {
-		return EventPage{}, Invalid("since", "since is a cursor of another thread")
-	}
-	evs, next, err := s.store.Events(ctx, EventQuery{Thread: q.Thread, After: after, Limit: s.page(q.Limit)})
-	if err != nil {
-		return EventPage{}, err
-	}
-	// Every thread has at least the event that opened it, so an empty first
-	// page means there is no such thread — no separate read to find out. (A
-	// since cursor for the thread was issued while it existed; threads are
-	// never deleted.)
-	if q.Thread != 0 && after == "" && len(evs) == 0 {
-		return EventPage{}, refuse(ReasonThreadNotFound, "there is no thread %s", ThreadKey(q.Thread)).with("thread", ThreadKey(q.Thread))
-	}
-	if next == "" {
-		next = after
-	}
-	page := EventPage{Events: make([]EventView, 0, len(evs)), Cursor: encodeCursor(kind, next)}
+	page := EventPage{Events: make([]EventView, 0, len(evs)), Cursor: cursor}
 	for _, e := range evs {
 		page.Events = append(page.Events, viewEvent(e))
 	}
@@ -104,9 +182,15 @@ type InboxQuery struct {
 	Limit     int
 }
 
-// Inbox lists the threads whose awaiting names the caller (decisions §5):
-// its identity (narrowed to one extension when given), open calls (any) that
-// the caller's party did not open itself, and human calls for humans.
+// Inbox lists the threads whose awaiting names the caller (decisions §5,
+// §11.9): its identity (narrowed to one extension when given), open calls
+// (any) that the caller's party did not open itself, and for humans the
+// calls for any human. Oldest call first; each call reads a bounded amount
+// and returns a cursor to poll with, even when its page is short. A thread
+// may come again within the settle window; its (id, awaiting_version)
+// identifies the turn.
+//
+// Refusals: token_right_missing, invalid_body.
 func (s *Service) Inbox(ctx context.Context, c Caller, q InboxQuery) (InboxPage, error) {
 	if err := need(c, RightRead); err != nil {
 		return InboxPage{}, err
@@ -134,12 +218,9 @@ func (s *Service) Inbox(ctx context.Context, c Caller, q InboxQuery) (InboxPage,
 		}
 		return false
 	}
-	ths, next, err := s.store.Awaiting(ctx, AwaitingQuery{Identity: c.Identity, After: after, Limit: s.page(q.Limit), Keep: keep})
+	ths, next, err := s.store.Awaiting(ctx, AwaitingQuery{Identity: c.Identity, Human: c.Human(), After: after, Limit: s.page(q.Limit), Keep: keep})
 	if err != nil {
-		return InboxPage{}, err
-	}
-	if next == "" {
-		next = after
+		return InboxPage{}, positionError("since", err)
 	}
 	page := InboxPage{Threads: make([]ThreadSummary, 0, len(ths)), Cursor: encodeCursor("inbox", next)}
 	for _, t := range ths {

@@ -6,10 +6,10 @@ import (
 	"time"
 )
 
-// Reason is a stable, machine-readable refusal reason (decisions §6).
+// Reason is a stable, machine-readable refusal reason.
 type Reason string
 
-// The refusal reasons of decisions §6. Their wire status lives in infra, once.
+// The refusal reasons. Their wire status lives in infra, once.
 const (
 	ReasonInvalidBody            Reason = "invalid_body"
 	ReasonUnauthenticated        Reason = "unauthenticated"
@@ -18,12 +18,17 @@ const (
 	ReasonThreadNotFound         Reason = "thread_not_found"
 	ReasonMessageNotFound        Reason = "message_not_found"
 	ReasonClaimNotFound          Reason = "claim_not_found"
+	ReasonTokenNotFound          Reason = "token_not_found"
+	ReasonNotFound               Reason = "not_found" // no such route or operation
+	ReasonMethodNotAllowed       Reason = "method_not_allowed"
 	ReasonSelfReply              Reason = "self_reply"
 	ReasonThreadClosed           Reason = "thread_closed"
 	ReasonInvalidTransition      Reason = "invalid_transition"
 	ReasonSelfAttest             Reason = "self_attest"
 	ReasonLimitExceeded          Reason = "limit_exceeded"
+	ReasonTooLarge               Reason = "too_large"
 	ReasonRateLimited            Reason = "rate_limited"
+	ReasonInternal               Reason = "internal"
 	ReasonUnavailable            Reason = "unavailable"
 )
 
@@ -31,32 +36,48 @@ const (
 var Reasons = []Reason{
 	ReasonInvalidBody, ReasonUnauthenticated, ReasonTokenRightMissing,
 	ReasonThreadAuthorityMissing, ReasonThreadNotFound, ReasonMessageNotFound,
-	ReasonClaimNotFound, ReasonSelfReply, ReasonThreadClosed,
-	ReasonInvalidTransition, ReasonSelfAttest, ReasonLimitExceeded,
-	ReasonRateLimited, ReasonUnavailable,
+	ReasonClaimNotFound, ReasonTokenNotFound, ReasonNotFound, ReasonMethodNotAllowed,
+	ReasonSelfReply, ReasonThreadClosed, ReasonInvalidTransition, ReasonSelfAttest,
+	ReasonLimitExceeded, ReasonTooLarge, ReasonRateLimited, ReasonInternal, ReasonUnavailable,
 }
 
-// Refusal is the one error type a caller is meant to see. Anything else that
-// escapes the service is reported as unavailable without its text.
+// Refusal is the one error type a caller is meant to see: a reason, a
+// message for people, details for programs. Err, when set, is the cause
+// (logged, never shown).
 type Refusal struct {
 	Reason  Reason         `json:"reason"`
 	Message string         `json:"message"`
 	Detail  map[string]any `json:"detail"`
 	// RetryAfter is set for rate_limited and unavailable.
 	RetryAfter time.Duration `json:"-"`
+	Err        error         `json:"-"`
 }
 
-func (r *Refusal) Error() string { return string(r.Reason) + ": " + r.Message }
+func (r *Refusal) Error() string {
+	if r.Err != nil {
+		return string(r.Reason) + ": " + r.Message + ": " + r.Err.Error()
+	}
+	return string(r.Reason) + ": " + r.Message
+}
+
+// Unwrap gives the cause.
+func (r *Refusal) Unwrap() error { return r.Err }
 
 func refuse(reason Reason, format string, args ...any) *Refusal {
 	return &Refusal{Reason: reason, Message: fmt.Sprintf(format, args...), Detail: map[string]any{}}
 }
 
-// with adds one detail key and returns the refusal, for chaining.
-func (r *Refusal) with(key string, value any) *Refusal {
+// Refuse builds a refusal; adapters use it for the reasons only they can
+// give (not_found, method_not_allowed, too_large).
+func Refuse(reason Reason, format string, args ...any) *Refusal { return refuse(reason, format, args...) }
+
+// With adds one detail key and returns the refusal, for chaining.
+func (r *Refusal) With(key string, value any) *Refusal {
 	r.Detail[key] = value
 	return r
 }
+
+func (r *Refusal) with(key string, value any) *Refusal { return r.With(key, value) }
 
 // Invalid is invalid_body naming the field at fault.
 func Invalid(field, format string, args ...any) *Refusal {
@@ -64,31 +85,37 @@ func Invalid(field, format string, args ...any) *Refusal {
 }
 
 // Unavailable is the refusal for storage failures and unresolved contention:
-// nothing was written and the caller may retry after the hint.
-func Unavailable(retryAfter time.Duration) *Refusal {
-	r := refuse(ReasonUnavailable, "storage is unavailable or contended; nothing was written, retry later")
-	r.RetryAfter = retryAfter
+// nothing was written half-way (every change is one transaction), and the
+// caller may retry after the hint. Whether a post whose answer was lost
+// was stored cannot be known here; retried with the same idempotency key
+// it is stored once.
+func Unavailable(retryAfter time.Duration, cause error) *Refusal {
+	r := refuse(ReasonUnavailable, "storage is unavailable or contended; retry later (a post retried with the same idempotency key is stored at most once)")
+	r.RetryAfter, r.Err = retryAfter, cause
+	return r.with("retry_after_s", seconds(retryAfter))
+}
+
+// Internal is a fault of the server itself; nothing the caller can fix.
+func Internal(cause error) *Refusal {
+	r := refuse(ReasonInternal, "the server failed; this is a bug, quote the request id when reporting it")
+	r.Err = cause
 	return r
 }
 
-// AsRefusal turns any error into the refusal a caller sees: refusals pass
-// through, everything else becomes unavailable and keeps its text private.
-func AsRefusal(err error) *Refusal {
-	var r *Refusal
-	if errors.As(err, &r) {
-		return r
-	}
-	return Unavailable(time.Second)
+func seconds(d time.Duration) int {
+	s := int((d + time.Second - 1) / time.Second)
+	return max(s, 1)
 }
 
-// Store errors the service understands. Adapters wrap their own errors in these.
-var (
-	// ErrNotFound: the item does not exist.
-	ErrNotFound = errors.New("not found")
-	// ErrConflict: a conditional write lost a race; re-read and retry.
-	ErrConflict = errors.New("conflict")
-	// ErrExists: an idempotency record with this key exists already.
-	ErrExists = errors.New("exists")
-	// ErrDuplicate: the commit's dedupe key exists already.
-	ErrDuplicate = errors.New("duplicate")
-)
+// AsRefusal turns any error into the refusal a caller sees: refusals pass
+// through; storage unavailability becomes unavailable; anything else is
+// internal. The text of a cause is never shown.
+func AsRefusal(err error) *Refusal {
+	if r, ok := errors.AsType[*Refusal](err); ok {
+		return r
+	}
+	if errors.Is(err, ErrUnavailable) {
+		return Unavailable(time.Second, err)
+	}
+	return Internal(err)
+}

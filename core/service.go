@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -25,31 +26,28 @@ type Options struct {
 	// TokenCacheTTL bounds how long a token lookup is reused within this
 	// process; a revoked token stops working at most this long after. 0 = no cache.
 	TokenCacheTTL time.Duration
-	// Attempts bounds the optimistic-concurrency retries of one write.
-	Attempts int
-	// IdempotencyTTL is how long a post's result is kept under its key.
+	// Contention bounds how long one write keeps retrying lost races before
+	// it answers unavailable. Default 5 s, well inside a Lambda's timeout.
+	Contention time.Duration
+	// IdempotencyTTL is how long a post's key is remembered.
 	IdempotencyTTL time.Duration
 	// Profiles switches optional profiles on; nil means every profile
 	// ("dialectic"), an empty non-nil slice none.
 	Profiles []string
-	// IDBlock is how many ids one counter write reserves for this process,
-	// so that a hot counter item is not written on every post. Ids stay
-	// unique; across processes they are not in creation order. Default 32.
-	IDBlock int
 }
 
 // Service is the one implementation of every operation. Both transports call
 // it, so there is exactly one rights check.
 type Service struct {
-	store    Store
-	realm    string
-	limits   Limits
-	clock    Clock
-	attempts int
-	idemTTL  time.Duration
-	tokens   *tokenCache
-	ids      *idBlocks
-	rate     *rateBudget
+	store      Store
+	realm      string
+	limits     Limits
+	clock      Clock
+	contention time.Duration
+	idemTTL    time.Duration
+	tokens     *tokenCache
+	tokenTTL   time.Duration
+	rate       *rateBudget
 	// dialectic is true when the dialectic profile is on.
 	dialectic bool
 }
@@ -68,19 +66,20 @@ func NewService(store Store, o Options) (*Service, error) {
 	if o.Limits == (Limits{}) {
 		o.Limits = ReferenceLimits()
 	}
+	if o.Limits.ThreadMessages < 1 || o.Limits.ThreadMessages > MaxThreadMessages {
+		return nil, fmt.Errorf("core: messages per thread must be 1 to %d", MaxThreadMessages)
+	}
 	if o.Clock == nil {
 		o.Clock = SystemClock{}
 	}
-	if o.Attempts <= 0 {
-		o.Attempts = 40
-	}
-	if o.IDBlock <= 0 {
-		o.IDBlock = 32
+	if o.Contention <= 0 {
+		o.Contention = 5 * time.Second
 	}
 	if o.IdempotencyTTL <= 0 {
 		o.IdempotencyTTL = 24 * time.Hour
 	}
-	s := &Service{store: store, realm: o.Realm, limits: o.Limits, clock: o.Clock, attempts: o.Attempts, idemTTL: o.IdempotencyTTL, dialectic: o.Profiles == nil}
+	s := &Service{store: store, realm: o.Realm, limits: o.Limits, clock: o.Clock, contention: o.Contention,
+		idemTTL: o.IdempotencyTTL, tokenTTL: o.TokenCacheTTL, dialectic: o.Profiles == nil}
 	for _, p := range o.Profiles {
 		switch p {
 		case ProfileDialectic:
@@ -89,8 +88,7 @@ func NewService(store Store, o Options) (*Service, error) {
 			return nil, errors.New("core: unknown profile " + p)
 		}
 	}
-	s.rate = &rateBudget{store: store, limit: o.Limits.PostsPerMinute, clock: o.Clock, left: map[string]int{}}
-	s.ids = &idBlocks{store: store, size: int64(o.IDBlock), next: map[string]int64{}, end: map[string]int64{}}
+	s.rate = &rateBudget{store: store, limit: o.Limits.PostsPerMinute, clock: o.Clock, left: map[string]int{}, chunk: map[string]int{}}
 	s.tokens = &tokenCache{store: store, ttl: o.TokenCacheTTL, clock: o.Clock, entries: map[string]cachedToken{}}
 	return s, nil
 }
@@ -104,33 +102,32 @@ func (s *Service) Dialectic() bool { return s.dialectic }
 // Limits are the instance's limits.
 func (s *Service) Limits() Limits { return s.limits }
 
-// retry runs an optimistic write until it stops losing races, then gives up
-// with unavailable. Backoff is jittered so that contenders spread out.
-func (s *Service) retry(ctx context.Context, try func() error) error {
-	backoff := 2 * time.Millisecond
-	for attempt := 1; ; attempt++ {
-		err := try()
-		if !errors.Is(err, ErrConflict) {
+// retry runs an optimistic write until it stops losing races, for at most
+// the contention budget, then gives up with unavailable. try gets the thread
+// as the lost race found it (nil on the first attempt, or when the store
+// could not return it), so a retry needs no fresh read. Backoff is
+// exponential with full jitter, so that contenders spread out.
+func (s *Service) retry(ctx context.Context, try func(current *Thread) error) error {
+	ctx, cancel := context.WithTimeout(ctx, s.contention)
+	defer cancel()
+	backoff := 4 * time.Millisecond
+	var current *Thread
+	for {
+		err := try(current)
+		c, lost := errors.AsType[*Conflict](err)
+		if !lost {
 			return err
 		}
-		if attempt >= s.attempts {
-			return Unavailable(time.Second)
-		}
-		wait := time.Duration(rand.Int64N(int64(backoff))) + time.Millisecond
+		current = c.Current
+		t := time.NewTimer(time.Duration(rand.Int64N(int64(backoff))) + time.Millisecond)
 		select {
 		case <-ctx.Done():
-			return Unavailable(time.Second)
-		case <-time.After(wait):
+			t.Stop()
+			return Unavailable(time.Second, fmt.Errorf("contention outlasted %s: %w", s.contention, err))
+		case <-t.C:
 		}
-		backoff = min(backoff*2, 100*time.Millisecond)
+		backoff = min(backoff*2, 128*time.Millisecond)
 	}
-}
-
-func (s *Service) page(limit int) int {
-	if limit <= 0 {
-		return s.limits.PageDefault
-	}
-	return min(limit, s.limits.PageMax)
 }
 
 func need(c Caller, r Right) error {
@@ -174,6 +171,13 @@ type cachedToken struct {
 
 const tokenCacheMax = 1024
 
+// forget drops a cached lookup, so this process sees its own revocation at once.
+func (c *tokenCache) forget(hash string) {
+	c.mu.Lock()
+	delete(c.entries, hash)
+	c.mu.Unlock()
+}
+
 func (c *tokenCache) lookup(ctx context.Context, hash string) (Token, error) {
 	if c.ttl <= 0 {
 		return c.store.Token(ctx, hash)
@@ -200,25 +204,3 @@ func (c *tokenCache) lookup(ctx context.Context, hash string) (Token, error) {
 	return t, nil
 }
 
-// idBlocks hands out ids from blocks reserved with one counter write each.
-type idBlocks struct {
-	store     Store
-	size      int64
-	mu        sync.Mutex
-	next, end map[string]int64
-}
-
-func (b *idBlocks) take(ctx context.Context, seq string) (int64, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.next[seq] >= b.end[seq] {
-		last, err := b.store.NextIDs(ctx, seq, b.size)
-		if err != nil {
-			return 0, err
-		}
-		b.next[seq], b.end[seq] = last-b.size+1, last+1
-	}
-	id := b.next[seq]
-	b.next[seq]++
-	return id, nil
-}

@@ -22,12 +22,20 @@ type Thread struct {
 	Label       string     // "KI · <label>" when a lock holder set the state
 	StateBy     string     // identity that set the state
 	StateAt     time.Time
+	StateMsg    int64 // the message whose act set the state; 0 when an operation did
 
-	Awaiting   Awaiting
-	AwaitingAt time.Time // when awaiting was last set; orders the inbox
-	// AwaitingVersion is the version that set awaiting: with AwaitingAt it
-	// keys the inbox entry, which so moves only when awaiting is set.
+	Awaiting Awaiting
+	// AwaitingVersion is the version that last set awaiting; the inbox entry
+	// moves only then. AwaitingAt is when that commit was stamped (by the
+	// store, just before the write) and orders the inbox.
 	AwaitingVersion int64
+	AwaitingAt      time.Time
+	AwaitingMsg     int64 // the message that last set awaiting
+
+	// QueueVersion is the version that put the thread in the review queue
+	// (0: not in it); QueuedAt, stamped by the store, orders the queue.
+	QueueVersion int64
+	QueuedAt     time.Time
 
 	// Recent are the senders of the latest messages since the state last
 	// changed, at most Limits.Exchange of them: the exchange limit's window.
@@ -35,6 +43,53 @@ type Thread struct {
 }
 
 func (t Thread) current() Current { return Current{State: t.State, Confirmed: t.ConfirmedAt != nil} }
+
+// Why the review queue holds a thread (decisions §11.9).
+const (
+	WhyEscalated = "escalated" // awaiting a human
+	WhyProposal  = "proposal"  // its state is an unconfirmed proposal
+)
+
+// Why says why the thread needs a moderator, or "" when it does not.
+func (t Thread) Why() string {
+	switch {
+	case t.Awaiting.Scope == AwaitHuman:
+		return WhyEscalated
+	case t.ConfirmedAt == nil:
+		return WhyProposal
+	}
+	return ""
+}
+
+// queue keeps QueueVersion true after a change from prev: a thread enters
+// the queue at the version that made it need a moderator and stays at that
+// place until it no longer does.
+func (t *Thread) queue(prev Thread) {
+	switch {
+	case t.Why() == "":
+		t.QueueVersion, t.QueuedAt = 0, time.Time{}
+	case prev.QueueVersion == 0:
+		t.QueueVersion, t.QueuedAt = t.Version, time.Time{}
+	}
+}
+
+// Message ids carry their thread: id = thread × 10⁴ + the message's ordinal
+// in the thread (1 for the root). A message is found from its id alone, a
+// parent in another thread is known without a read, and a thread's messages
+// are in creation order — the ordinal is taken under the thread's version.
+const (
+	// MaxThreadMessages bounds the messages-per-thread limit.
+	MaxThreadMessages = 9999
+	messageBase       = 10000
+)
+
+// MessageID is the id of a thread's n-th message.
+func MessageID(thread int64, ordinal int) int64 { return thread*messageBase + int64(ordinal) }
+
+// MessageParts splits a message id into its thread and ordinal.
+func MessageParts(id int64) (thread int64, ordinal int) {
+	return id / messageBase, int(id % messageBase)
+}
 
 // Locked reports whether the thread is closed and confirmed: no message, no mark.
 func (t Thread) Locked() bool { return t.State == StateClosed && t.ConfirmedAt != nil }

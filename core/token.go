@@ -7,6 +7,7 @@ import (
 	"encoding/base32"
 	"encoding/hex"
 	"errors"
+	"regexp"
 	"strings"
 	"time"
 )
@@ -69,7 +70,9 @@ func (s TokenSpec) validate(realm string) ([]Right, error) {
 	return rights, nil
 }
 
-// CreateToken issues a new token and returns its secret, once.
+// CreateToken issues a new token and returns its secret, once. It is the
+// operator's path (the CLI with AWS credentials, the local demo); over the
+// API, IssueToken checks that a human asks.
 func (s *Service) CreateToken(ctx context.Context, spec TokenSpec) (string, Token, error) {
 	secret, err := NewSecret()
 	if err != nil {
@@ -79,7 +82,9 @@ func (s *Service) CreateToken(ctx context.Context, spec TokenSpec) (string, Toke
 	return secret, t, err
 }
 
-// ImportToken stores a token whose secret the operator chose (a tokens file).
+// ImportToken stores a token whose secret the operator chose (a tokens
+// file). A token that is stored already is left as it is — a revoked one
+// stays revoked however often the file is loaded.
 func (s *Service) ImportToken(ctx context.Context, secret string, spec TokenSpec) (Token, error) {
 	if len(secret) < 16 {
 		return Token{}, Invalid("token", "a token must be at least 16 characters")
@@ -90,43 +95,159 @@ func (s *Service) ImportToken(ctx context.Context, secret string, spec TokenSpec
 	}
 	h := HashToken(secret)
 	t := Token{ID: TokenID(h), Hash: h, Identity: spec.Identity, Rights: rights, Label: spec.Label, CreatedAt: s.clock.Now().UTC()}
-	if err := s.store.PutToken(ctx, t); err != nil {
+	err = s.store.PutToken(ctx, t)
+	if errors.Is(err, ErrExists) {
+		return s.store.Token(ctx, h)
+	}
+	if err != nil {
 		return Token{}, err
 	}
 	return t, nil
 }
 
-// Tokens lists every token, revoked ones included; secrets are never there.
-func (s *Service) Tokens(ctx context.Context) ([]Token, error) { return s.store.Tokens(ctx) }
+// needHuman is the right of the token operations: humans only.
+func needHuman(c Caller) error {
+	if !c.Human() {
+		return refuse(ReasonTokenRightMissing, "only a human may manage tokens").with("right", "human")
+	}
+	return nil
+}
 
-// RevokeToken revokes the one token whose id starts with idOrPrefix.
+// IssueToken is create_token (decisions §11.10): a human mints a token for
+// an identity of this realm or a human; the secret is in the answer once.
+//
+// Refusals: token_right_missing, invalid_body.
+func (s *Service) IssueToken(ctx context.Context, c Caller, spec TokenSpec) (NewToken, error) {
+	if err := needHuman(c); err != nil {
+		return NewToken{}, err
+	}
+	secret, t, err := s.CreateToken(ctx, spec)
+	if err != nil {
+		return NewToken{}, err
+	}
+	return NewToken{TokenView: viewToken(t), Secret: secret}, nil
+}
+
+// ListTokensQuery is list_tokens' input.
+type ListTokensQuery struct {
+	Cursor string
+	Limit  int
+}
+
+// ListTokens is list_tokens: every token, revoked ones included, in id
+// order; never a secret or a hash.
+//
+// Refusals: token_right_missing, invalid_body.
+func (s *Service) ListTokens(ctx context.Context, c Caller, q ListTokensQuery) (TokenPage, error) {
+	if err := needHuman(c); err != nil {
+		return TokenPage{}, err
+	}
+	return s.TokenPage(ctx, q)
+}
+
+// TokenPage lists tokens for the operator (no caller).
+func (s *Service) TokenPage(ctx context.Context, q ListTokensQuery) (TokenPage, error) {
+	pos, err := decodeCursor("cursor", "tokens", q.Cursor)
+	if err != nil {
+		return TokenPage{}, err
+	}
+	ts, next, err := s.store.Tokens(ctx, TokenQuery{After: pos, Limit: s.page(q.Limit)})
+	if err != nil {
+		return TokenPage{}, err
+	}
+	page := TokenPage{Tokens: make([]TokenView, 0, len(ts)), Cursor: nextCursor("tokens", next)}
+	for _, t := range ts {
+		page.Tokens = append(page.Tokens, viewToken(t))
+	}
+	return page, nil
+}
+
+// RevokeTokenQuery is revoke_token's input.
+type RevokeTokenQuery struct {
+	ID string
+}
+
+// Revoke is revoke_token: a human revokes a token by its id. It stops
+// working everywhere within the token cache time.
+//
+// Refusals: token_right_missing, invalid_body, token_not_found.
+func (s *Service) Revoke(ctx context.Context, c Caller, q RevokeTokenQuery) (TokenView, error) {
+	if err := needHuman(c); err != nil {
+		return TokenView{}, err
+	}
+	if !tokenIDPattern.MatchString(q.ID) {
+		return TokenView{}, Invalid("id", "a token id is tk_ and 12 hex digits")
+	}
+	t, err := s.RevokeToken(ctx, q.ID)
+	if errors.Is(err, ErrNotFound) {
+		return TokenView{}, refuse(ReasonTokenNotFound, "there is no token %s", q.ID).with("id", q.ID)
+	}
+	return viewToken(t), err
+}
+
+var tokenIDPattern = regexp.MustCompile(`^tk_[0-9a-f]{12}$`)
+
+// RevokeToken revokes the one token whose id starts with idOrPrefix (the
+// operator's path; "tk_" may be left out).
 func (s *Service) RevokeToken(ctx context.Context, idOrPrefix string) (Token, error) {
 	if idOrPrefix == "" {
 		return Token{}, Invalid("id", "give a token id or a prefix of one")
 	}
-	all, err := s.store.Tokens(ctx)
+	prefix := idOrPrefix
+	if !strings.HasPrefix(prefix, "tk_") {
+		prefix = "tk_" + prefix
+	}
+	match, _, err := s.store.Tokens(ctx, TokenQuery{Prefix: prefix, Limit: 2})
 	if err != nil {
 		return Token{}, err
-	}
-	var match []Token
-	for _, t := range all {
-		if strings.HasPrefix(t.ID, idOrPrefix) || strings.HasPrefix(t.ID, "tk_"+idOrPrefix) {
-			match = append(match, t)
-		}
 	}
 	switch len(match) {
 	case 0:
 		return Token{}, ErrNotFound
 	case 1:
 	default:
-		return Token{}, errors.New("the prefix matches more than one token; give more of the id")
+		return Token{}, Invalid("id", "the prefix matches more than one token; give more of the id")
+	}
+	if match[0].RevokedAt != nil {
+		return match[0], nil
 	}
 	at := s.clock.Now().UTC()
 	if err := s.store.RevokeToken(ctx, match[0].Hash, at); err != nil {
 		return Token{}, err
 	}
 	match[0].RevokedAt = &at
+	s.tokens.forget(match[0].Hash)
 	return match[0], nil
+}
+
+// TokenView is a token as shown: never its secret or hash.
+type TokenView struct {
+	ID        string     `json:"id"`
+	Identity  string     `json:"identity"`
+	Rights    []Right    `json:"rights"`
+	Label     string     `json:"label"`
+	CreatedAt time.Time  `json:"created_at"`
+	RevokedAt *time.Time `json:"revoked_at"`
+}
+
+// NewToken is create_token's answer: the only time the secret is shown.
+type NewToken struct {
+	TokenView
+	Secret string `json:"secret"`
+}
+
+// TokenPage is a page of tokens; Cursor continues it, null at the end.
+type TokenPage struct {
+	Tokens []TokenView `json:"tokens"`
+	Cursor *string     `json:"cursor"`
+}
+
+func viewToken(t Token) TokenView {
+	rights := t.Rights
+	if rights == nil {
+		rights = []Right{}
+	}
+	return TokenView{ID: t.ID, Identity: t.Identity, Rights: rights, Label: t.Label, CreatedAt: t.CreatedAt, RevokedAt: t.RevokedAt}
 }
 
 // Authenticate resolves a bearer secret to its caller. Missing, unknown and

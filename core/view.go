@@ -41,7 +41,10 @@ type ThreadState struct {
 	StateBy          string        `json:"state_by"`
 	Proposal         bool          `json:"proposal"`
 	Awaiting         *AwaitingView `json:"awaiting"`
-	Version          int64         `json:"version"`
+	// AwaitingVersion is the version that last set awaiting: with the id it
+	// names one turn, so a reader can drop an inbox entry seen twice.
+	AwaitingVersion int64 `json:"awaiting_version"`
+	Version         int64 `json:"version"`
 	UpdatedAt        time.Time     `json:"updated_at"`
 }
 
@@ -49,7 +52,7 @@ func viewState(t Thread) ThreadState {
 	return ThreadState{
 		ID: ThreadKey(t.ID), State: t.State, StateOrigin: t.Origin,
 		StateConfirmedAt: t.ConfirmedAt, StateLabel: t.Label, StateBy: t.StateBy,
-		Proposal: t.ConfirmedAt == nil, Awaiting: viewAwaiting(t.Awaiting),
+		Proposal: t.ConfirmedAt == nil, Awaiting: viewAwaiting(t.Awaiting), AwaitingVersion: t.AwaitingVersion,
 		Version: t.Version, UpdatedAt: t.UpdatedAt,
 	}
 }
@@ -117,10 +120,12 @@ func viewMessage(m Message, now time.Time) *MessageView {
 	return v
 }
 
-// ThreadView is get_thread's answer: the summary and the message tree.
+// ThreadView is get_thread's answer: the summary and a page of the message
+// tree; Cursor continues it, null at the end.
 type ThreadView struct {
 	ThreadSummary
 	Messages []*MessageView `json:"messages"`
+	Cursor   *string        `json:"cursor"`
 }
 
 // tree nests messages by parent; siblings keep the order of creation (ids
@@ -183,20 +188,21 @@ func viewEvent(e Event) EventView {
 	return v
 }
 
-// ThreadPage, EventPage and InboxPage are paged answers; Cursor is opaque and
-// empty when there is nothing further right now.
+// ThreadPage is a page of threads; Cursor continues it, null at the end.
 type ThreadPage struct {
 	Threads []ThreadSummary `json:"threads"`
-	Cursor  string          `json:"cursor"`
+	Cursor  *string         `json:"cursor"`
 }
 
-// EventPage is a page of events.
+// EventPage is a page of events. Cursor is always given: poll with it as
+// since for what is new.
 type EventPage struct {
 	Events []EventView `json:"events"`
 	Cursor string      `json:"cursor"`
 }
 
-// InboxPage is a page of threads awaiting the caller.
+// InboxPage is a page of threads awaiting the caller. Cursor is always
+// given: poll with it as since for new turns.
 type InboxPage struct {
 	Threads []ThreadSummary `json:"threads"`
 	Cursor  string          `json:"cursor"`

@@ -142,7 +142,7 @@ func TestFunctionsUnderEmulator(t *testing.T) {
 	if err := dynamo.CreateTable(ctx, client, "parley-emulated"); err != nil {
 		t.Fatal(err)
 	}
-	store, _ := dynamo.New(client, "parley-emulated", nil)
+	store, _ := dynamo.New(client, "parley-emulated", dynamo.Options{})
 	svc, _ := core.NewService(store, core.Options{})
 	var tokens []struct {
 		Token, Identity, Label string

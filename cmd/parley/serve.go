@@ -47,7 +47,7 @@ func (s *storeFlags) open(ctx context.Context, o core.Options) (*core.Service, e
 	if err := dynamo.CreateTable(ctx, client, s.table); err != nil {
 		return nil, fmt.Errorf("table %s: %w", s.table, err)
 	}
-	st, err := dynamo.New(client, s.table, o.Clock)
+	st, err := dynamo.New(client, s.table, dynamo.Options{Clock: o.Clock})
 	if err != nil {
 		return nil, err
 	}

@@ -56,18 +56,25 @@ func token(ctx context.Context, sub string, args []string, stdout io.Writer) err
 		fmt.Fprintf(stdout, "%s\n", secret)
 		fmt.Fprintf(stdout, "# %s  %s  %s  (the secret above is shown once; only its hash is stored)\n", t.ID, t.Identity, joinRights(t.Rights))
 	case "list":
-		ts, err := svc.Tokens(ctx)
-		if err != nil {
-			return err
-		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tIDENTITY\tRIGHTS\tLABEL\tCREATED\tREVOKED")
-		for _, t := range ts {
-			revoked := "-"
-			if t.RevokedAt != nil {
-				revoked = t.RevokedAt.Format(time.RFC3339)
+		q := core.ListTokensQuery{Limit: 200}
+		for {
+			page, err := svc.TokenPage(ctx, q)
+			if err != nil {
+				return err
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Identity, joinRights(t.Rights), dash(t.Label), t.CreatedAt.Format(time.RFC3339), revoked)
+			for _, t := range page.Tokens {
+				revoked := "-"
+				if t.RevokedAt != nil {
+					revoked = t.RevokedAt.Format(time.RFC3339)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Identity, joinRights(t.Rights), dash(t.Label), t.CreatedAt.Format(time.RFC3339), revoked)
+			}
+			if page.Cursor == nil {
+				break
+			}
+			q.Cursor = *page.Cursor
 		}
 		return tw.Flush()
 	case "revoke":

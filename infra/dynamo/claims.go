@@ -80,13 +80,13 @@ func encodeClaim(c core.Claim) item {
 		it.setN("sby", c.SupersededBy)
 	}
 	it.setS("ls_pk", claimsOf(c.Thread))
-	it.setS("ls_sk", pad12(c.ID))
+	it.setS("ls_sk", pad15(c.ID))
 	it.setS("st_pk", "claim#"+string(c.State))
-	it.setS("st_sk", pad12(c.ID))
+	it.setS("st_sk", pad15(c.ID))
 	// Every claim: the inbox index holds keys only for claims (its extra
 	// attributes are thread ones), so claim writes cost it nothing.
-	it.setS("ib_pk", "claims")
-	it.setS("ib_sk", pad12(c.ID))
+	it.setS("ib_pk", claimsAll)
+	it.setS("ib_sk", pad15(c.ID))
 	return it
 }
 
@@ -134,8 +134,9 @@ func (s *Store) claimWrites(ch core.ClaimChange) []types.TransactWriteItem {
 		out = append(out, types.TransactWriteItem{Put: &types.Put{TableName: &s.table, Item: encodeRecord(*ch.Record), ConditionExpression: aws.String("attribute_not_exists(pk)")}})
 	}
 	if ch.PrevVersion > 0 && ch.Record != nil && ch.Record.From != ch.Record.To {
+		pk, sk := messageKey(ch.Claim.Message)
 		out = append(out, types.TransactWriteItem{Update: &types.Update{
-			TableName: &s.table, Key: s.key(threadPK(ch.Claim.Thread), messageSK(ch.Claim.Message)),
+			TableName: &s.table, Key: s.key(pk, sk),
 			UpdateExpression:          aws.String("SET cst = :st"),
 			ConditionExpression:       aws.String("attribute_exists(pk)"),
 			ExpressionAttributeValues: map[string]types.AttributeValue{":st": str(string(ch.Claim.State))},
@@ -148,7 +149,7 @@ func (s *Store) claimWrites(ch core.ClaimChange) []types.TransactWriteItem {
 func (s *Store) Claim(ctx context.Context, id int64) (core.Claim, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, Key: s.key(claimPK(id), claimSK), ConsistentRead: aws.Bool(true)})
 	if err != nil {
-		return core.Claim{}, err
+		return core.Claim{}, fail("GetItem claim", err)
 	}
 	if len(out.Item) == 0 {
 		return core.Claim{}, core.ErrNotFound
@@ -170,7 +171,7 @@ func (s *Store) ClaimHistory(ctx context.Context, id int64) (core.Claim, []core.
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
-			return cl, nil, err
+			return cl, nil, fail("Query claim", err)
 		}
 		for _, it := range page.Items {
 			if item(it).s("sk") == claimSK {
@@ -187,12 +188,13 @@ func (s *Store) ClaimHistory(ctx context.Context, id int64) (core.Claim, []core.
 }
 
 // Claims pages through claims newest first: of a thread (by_list), in a
-// state (by_state), or all (by_awaiting, partition "claims"); the indexes give keys, one
-// BatchGetItem per page gives the claims. A thread and a state together
-// read the thread's claims and keep those in the state here, not with a
-// FilterExpression (the embedded server mishandles one on a paged index query).
-func (s *Store) Claims(ctx context.Context, q core.ClaimQuery) ([]core.Claim, string, error) {
-	index, pkAttr, skAttr, pk := IndexAwaiting, "ib_pk", "ib_sk", "claims"
+// state (by_state), or all (by_awaiting, partition "claims"); the indexes give
+// keys, one BatchGetItem per page gives the claims. A thread and a state
+// together read the thread's claims and keep those in the state here, not
+// with a FilterExpression (the embedded server mishandles one on a paged
+// index query); such a call reads at most a few index pages.
+func (s *Store) Claims(ctx context.Context, q core.ClaimQuery) ([]core.Claim, int64, error) {
+	index, pkAttr, skAttr, pk := IndexAwaiting, "ib_pk", "ib_sk", claimsAll
 	switch {
 	case q.Thread != 0:
 		index, pkAttr, skAttr, pk = IndexList, "ls_pk", "ls_sk", claimsOf(q.Thread)
@@ -200,8 +202,11 @@ func (s *Store) Claims(ctx context.Context, q core.ClaimQuery) ([]core.Claim, st
 		index, pkAttr, skAttr, pk = IndexState, "st_pk", "st_sk", "claim#"+string(q.State)
 	}
 	var out []core.Claim
-	after := q.After
-	for {
+	after := ""
+	if q.After != 0 {
+		after = pad15(q.After)
+	}
+	for round := 0; round < 4; round++ {
 		in := &dynamodb.QueryInput{
 			TableName: &s.table, IndexName: aws.String(index), ScanIndexForward: aws.Bool(false), Limit: aws.Int32(int32(q.Limit)),
 			KeyConditionExpression:    aws.String(pkAttr + " = :pk"),
@@ -213,33 +218,35 @@ func (s *Store) Claims(ctx context.Context, q core.ClaimQuery) ([]core.Claim, st
 		}
 		page, err := s.db.Query(ctx, in)
 		if err != nil {
-			return nil, "", err
+			return nil, 0, fail("Query claims", err)
 		}
 		keys := make([]map[string]types.AttributeValue, 0, len(page.Items))
 		for _, it := range page.Items {
 			keys = append(keys, s.key(item(it).s("pk"), claimSK))
 		}
-		items, err := s.batchGet(ctx, false, keys)
+		items, err := s.fetch(ctx, keys)
 		if err != nil {
-			return nil, "", err
+			return nil, 0, err
 		}
 		for i, it := range items {
 			cl := decodeClaim(it)
-			if q.Thread != 0 && q.State != "" && cl.State != q.State {
-				continue
+			if q.State != "" && cl.State != q.State {
+				continue // a thread's claims in one state, or a stale state entry
 			}
 			out = append(out, cl)
 			if len(out) == q.Limit {
-				more := i < len(items)-1 || len(page.LastEvaluatedKey) > 0
-				if !more {
-					return out, "", nil
+				if i < len(items)-1 || len(page.LastEvaluatedKey) > 0 {
+					return out, cl.ID, nil
 				}
-				return out, pad12(cl.ID), nil
+				return out, 0, nil
 			}
 		}
 		if len(page.LastEvaluatedKey) == 0 || len(page.Items) == 0 {
-			return out, "", nil
+			return out, 0, nil
 		}
 		after = item(page.Items[len(page.Items)-1]).s(skAttr)
 	}
+	// Bounded work: a short page, and where to go on from.
+	n, _ := strconv.ParseInt(after, 10, 64)
+	return out, n, nil
 }

@@ -2,6 +2,7 @@ package dynamo
 
 import (
 	"fmt"
+	"regexp"
 	"strconv"
 	"time"
 
@@ -67,21 +68,32 @@ func num(v int64) types.AttributeValue {
 	return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
 }
 
-// Keys. No key value holds '.', and numbers are zero-padded so that string
-// order is numeric order (both for the embedded server's sake and for cursors).
-func pad12(n int64) string     { return fmt.Sprintf("%012d", n) }
+// Keys. The store owns every key format; core sees ids and opaque
+// positions. No key value holds '.', and numbers are zero-padded so that
+// string order is numeric order (for the embedded server's sake too).
+func pad15(n int64) string     { return fmt.Sprintf("%015d", n) }
 func pad10(n int64) string     { return fmt.Sprintf("%010d", n) }
-func threadPK(id int64) string { return fmt.Sprintf("th_%d", id) }
-func messageSK(id int64) string {
-	return "m#" + pad12(id)
+func pad4(n int) string        { return fmt.Sprintf("%04d", n) }
+func threadPK(id int64) string { return "th_" + strconv.FormatInt(id, 10) }
+func messageSK(ordinal int) string {
+	return "m#" + pad4(ordinal)
 }
 func eventSK(seq int64) string { return "e#" + pad10(seq) }
 
-// orderKey orders events and inbox entries across threads: time in
-// milliseconds, then thread, then the thread's version.
+// orderKey orders the feeds (instance events, inbox, review queue): the
+// commit's stamp in milliseconds, then thread and version, which make it
+// unique and stable. The stamp is taken by Commit just before the write.
 func orderKey(t time.Time, thread, version int64) string {
-	return fmt.Sprintf("%013d#%s#%s", t.UnixMilli(), pad12(thread), pad10(version))
+	return fmt.Sprintf("%013d#%s#%s", t.UnixMilli(), pad15(thread), pad10(version))
 }
+
+// settledKey is the highest order key a feed reader may move past at now:
+// everything stamped up to now − settle is visible.
+func settledKey(now time.Time, settle time.Duration) string {
+	return fmt.Sprintf("%013d#999999999999999#9999999999", now.Add(-settle).UnixMilli())
+}
+
+var orderKeyPattern = regexp.MustCompile(`^[0-9]{13}#[0-9]{15}#[0-9]{10}$`)
 
 const (
 	threadSK   = "t"
@@ -91,5 +103,12 @@ const (
 	threadsAll = "threads"
 	tokensAll  = "tokens"
 	eventsAll  = "events"
-	awaitBroad = "aw#*" // any and human calls share one partition of the inbox index
+	queueAll   = "queue"
+	claimsAll  = "claims"
+	// The inbox index's partitions: one per identity for calls to one party,
+	// one for open calls (any), one for calls to any human.
+	awaitAny   = "aw#any"
+	awaitHuman = "aw#human"
 )
+
+func awaitPK(identity string) string { return "aw#" + identity }

@@ -43,8 +43,8 @@ func TestMeter(t *testing.T) {
 	}{
 		{"a small item, no index", map[string]types.AttributeValue{"pk": s("a"), "sk": s("b")}, 1},
 		{"1.5 KB is two units", map[string]types.AttributeValue{"pk": s("a"), "sk": s("b"), "x": s(big)}, 2},
-		{"entering a keys-only index", map[string]types.AttributeValue{"pk": s("c"), "sk": s("d"), "id_pk": s("msg_1")}, 2},
-		{"rewriting it unchanged costs the index nothing", map[string]types.AttributeValue{"pk": s("c"), "sk": s("d"), "id_pk": s("msg_1"), "body": s("x")}, 1},
+		{"entering a keys-only index", map[string]types.AttributeValue{"pk": s("c"), "sk": s("d"), "qu_pk": s("queue"), "qu_sk": s("1")}, 2},
+		{"rewriting it unchanged costs the index nothing", map[string]types.AttributeValue{"pk": s("c"), "sk": s("d"), "qu_pk": s("queue"), "qu_sk": s("1"), "body": s("x")}, 1},
 		{"entering an index with a big projected attribute", map[string]types.AttributeValue{"pk": s("e"), "sk": s("f"), "ib_pk": s("aw#x"), "ib_sk": s("1"), "aw": s(big)}, 4},
 		{"moving its key: delete and put", map[string]types.AttributeValue{"pk": s("e"), "sk": s("f"), "ib_pk": s("aw#x"), "ib_sk": s("2"), "aw": s(big)}, 6},
 		{"changing what it does not project costs it nothing", map[string]types.AttributeValue{"pk": s("e"), "sk": s("f"), "ib_pk": s("aw#x"), "ib_sk": s("2"), "aw": s(big), "body": s("y")}, 2},
@@ -65,8 +65,8 @@ func TestMeter(t *testing.T) {
 		if u := meter.Take(); u.RRU != 1 {
 			t.Fatalf("strong GetItem: %v RRU", u.RRU)
 		}
-		if _, err := client.Query(ctx, &dynamodb.QueryInput{TableName: aws.String("m"), IndexName: aws.String(dynamo.IndexID),
-			KeyConditionExpression: aws.String("id_pk = :v"), ExpressionAttributeValues: map[string]types.AttributeValue{":v": s("msg_1")}}); err != nil {
+		if _, err := client.Query(ctx, &dynamodb.QueryInput{TableName: aws.String("m"), IndexName: aws.String(dynamo.IndexQueue),
+			KeyConditionExpression: aws.String("qu_pk = :v"), ExpressionAttributeValues: map[string]types.AttributeValue{":v": s("queue")}}); err != nil {
 			t.Fatal(err)
 		}
 		if u := meter.Take(); u.RRU != 0.5 {
@@ -74,7 +74,7 @@ func TestMeter(t *testing.T) {
 		}
 	})
 	t.Run("a transaction doubles the table writes", func(t *testing.T) {
-		st, _ := dynamo.New(client, "m", nil)
+		st, _ := dynamo.New(client, "m", dynamo.Options{})
 		now := time.Now()
 		th := core.Thread{ID: 9, Version: 1, State: core.StateOpen, CreatedAt: now}
 		if err := st.Commit(ctx, core.Commit{Thread: th}); err != nil {

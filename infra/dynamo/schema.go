@@ -12,19 +12,19 @@ import (
 // The index names and their key attributes. docs/storage.md describes each
 // item type and access pattern; template.yaml declares the same table.
 const (
-	IndexState    = "by_state"    // st_pk = "state#<state>", st_sk = padded thread
-	IndexList     = "by_list"     // ls_pk = "threads" | "tokens", ls_sk = padded thread | token id
-	IndexAwaiting = "by_awaiting" // ib_pk = "aw#<identity>" | "aw#*", ib_sk = order key
+	IndexState    = "by_state"    // st_pk = "state#<state>" | "claim#<state>", st_sk = padded id
+	IndexList     = "by_list"     // ls_pk = "threads" | "tokens" | "claims#th_<n>", ls_sk = padded id | token id
+	IndexAwaiting = "by_awaiting" // ib_pk = "aw#<identity>" | "aw#any" | "aw#human" | "claims", ib_sk = order key | padded claim id
 	IndexEvents   = "by_events"   // ev_pk = "events", ev_sk = order key
-	IndexID       = "by_id"       // id_pk = "msg_<n>" (keys only)
-	TTLAttribute  = "exp"         // epoch seconds; idempotency records expire
+	IndexQueue    = "by_queue"    // qu_pk = "queue", qu_sk = order key (sparse: threads that need a moderator)
+	TTLAttribute  = "exp"         // epoch seconds; idempotency records and rate counters expire
 )
 
 // TableInput is the table definition (PAY_PER_REQUEST, five GSIs, all
 // keys-only but for the inbox's three filter attributes: index writes cost
 // as much as table writes, reads a fifth).
 func TableInput(name string) *dynamodb.CreateTableInput {
-	attrs := []string{"pk", "sk", "st_pk", "st_sk", "ls_pk", "ls_sk", "ib_pk", "ib_sk", "ev_pk", "ev_sk", "id_pk"}
+	attrs := []string{"pk", "sk", "st_pk", "st_sk", "ls_pk", "ls_sk", "ib_pk", "ib_sk", "ev_pk", "ev_sk", "qu_pk", "qu_sk"}
 	defs := make([]types.AttributeDefinition, 0, len(attrs))
 	for _, a := range attrs {
 		defs = append(defs, types.AttributeDefinition{AttributeName: aws.String(a), AttributeType: types.ScalarAttributeTypeS})
@@ -57,7 +57,7 @@ func TableInput(name string) *dynamodb.CreateTableInput {
 			gsi(IndexList, "ls_pk", "ls_sk", types.ProjectionTypeKeysOnly),
 			gsi(IndexAwaiting, "ib_pk", "ib_sk", types.ProjectionTypeInclude, "aw", "aw_id", "aw_ext"),
 			gsi(IndexEvents, "ev_pk", "ev_sk", types.ProjectionTypeKeysOnly),
-			gsi(IndexID, "id_pk", "", types.ProjectionTypeKeysOnly),
+			gsi(IndexQueue, "qu_pk", "qu_sk", types.ProjectionTypeKeysOnly),
 		},
 	}
 }

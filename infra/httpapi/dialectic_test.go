@@ -78,7 +78,7 @@ func (w *world) mustAct(token, kind, claim string) {
 // claim's author, another writer, a verifier and a human, against decisions
 // §7 written out by hand.
 func TestClaimTransitions(t *testing.T) {
-	w := newWorld(t, core.Options{})
+	w := newWorldOn(t, testenv.Embedded, core.Options{}) // a heavy matrix: embedded
 	c := w.cast
 	type role struct {
 		name  string

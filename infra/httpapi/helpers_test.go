@@ -24,9 +24,15 @@ type world struct {
 	seq  int // makes bodies unique where a test repeats an act
 }
 
+// newWorld runs on the strict backend (moto_server); newWorldOn picks one.
 func newWorld(t *testing.T, o core.Options) *world {
 	t.Helper()
-	env := testenv.New(t, o)
+	return newWorldOn(t, testenv.Strict, o)
+}
+
+func newWorldOn(t *testing.T, b testenv.Backend, o core.Options) *world {
+	t.Helper()
+	env := testenv.On(t, b, o)
 	api, err := httpapi.New(env.Service, env.Logger)
 	if err != nil {
 		t.Fatal(err)

@@ -210,7 +210,7 @@ func readBody(r *http.Request, limit int) ([]byte, error) {
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, int64(limit)+1))
 	if err != nil {
-		return nil, core.Unavailable(time.Second)
+		return nil, core.Unavailable(time.Second, err)
 	}
 	if len(body) > limit {
 		return nil, &core.Refusal{Reason: core.ReasonInvalidBody, Message: "the request body exceeds " + strconv.Itoa(limit) + " bytes",

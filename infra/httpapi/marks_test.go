@@ -68,7 +68,7 @@ func TestMarkEveryTransition(t *testing.T) {
 				continue // a thread starts confirmed open
 			}
 			// One backend per starting state keeps each one small.
-			w := newWorld(t, core.Options{})
+			w := newWorldOn(t, testenv.Embedded, core.Options{}) // a heavy matrix: embedded
 			c := w.cast
 			for _, to := range core.AllStates {
 				for _, r := range roles {

@@ -4,12 +4,15 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ainotes/parley/core"
 )
 
-// TestConcurrentPostsAndMarks: 32 concurrent posts and marks on one thread
-// lose nothing, and the event log is an unbroken chain.
+// TestConcurrentPostsAndMarks: 32 concurrent posts and marks on one thread,
+// on the strict backend. Posts carry idempotency keys and are retried on
+// unavailable, as a client would: every post is stored exactly once, no
+// request outlasts a Lambda's timeout, and the event log is an unbroken chain.
 func TestConcurrentPostsAndMarks(t *testing.T) {
 	w := newWorld(t, core.Options{})
 	c := w.cast
@@ -24,6 +27,7 @@ func TestConcurrentPostsAndMarks(t *testing.T) {
 		id     string
 	}
 	results := make([]result, 32)
+	took := make([]time.Duration, 32)
 	var wg sync.WaitGroup
 	start := make(chan struct{})
 	for i := range results {
@@ -37,8 +41,15 @@ func TestConcurrentPostsAndMarks(t *testing.T) {
 				return
 			}
 			env := map[string]any{"kind": kinds[i%3], "thread": th, "body": fmt.Sprintf("post %d", i), "from": map[string]any{"extension": fmt.Sprintf("x%d", i)}}
-			r := w.do("POST", "/v1/messages", writers[i%3], env)
-			results[i] = result{status: r.status, reason: r.reason(), id: r.body.str("message.id")}
+			for try := 0; try < 5; try++ {
+				began := time.Now()
+				r := w.do("POST", "/v1/messages", writers[i%3], env, "Idempotency-Key", fmt.Sprintf("race-%d", i))
+				took[i] = max(took[i], time.Since(began))
+				results[i] = result{status: r.status, reason: r.reason(), id: r.body.str("message.id")}
+				if r.status != 503 {
+					break
+				}
+			}
 		}()
 	}
 	close(start)
@@ -48,7 +59,7 @@ func TestConcurrentPostsAndMarks(t *testing.T) {
 	marks, unavailable := 0, 0
 	for i, r := range results {
 		switch {
-		case !r.mark && r.status == 201:
+		case !r.mark && (r.status == 201 || r.status == 200):
 			posted[r.id] = true
 		case r.mark && r.status == 200:
 			marks++
@@ -61,8 +72,15 @@ func TestConcurrentPostsAndMarks(t *testing.T) {
 			t.Errorf("request %d: %d %s", i, r.status, r.reason)
 		}
 	}
-	if len(posted) < 20 {
-		t.Fatalf("only %d of 24 posts accepted (%d unavailable)", len(posted), unavailable)
+	if len(posted) != 24 {
+		t.Fatalf("%d of 24 posts stored (%d still unavailable after retries)", len(posted), unavailable)
+	}
+	// Bounded by construction (contention budget, commit timeout): the
+	// ceiling is a Lambda's timeout, far above what any machine needs.
+	for i, d := range took {
+		if d > 10*time.Second {
+			t.Errorf("post %d took %s, over the Lambda timeout", i, d)
+		}
 	}
 	got := w.thread(th)
 	var walk func(list []any)

@@ -10,6 +10,7 @@ import (
 	"github.com/truora/minidyn/server"
 
 	"github.com/ainotes/parley/core"
+	"github.com/ainotes/parley/infra/testenv"
 )
 
 // TestRefusals produces each refusal reason of decisions §6 that this
@@ -24,8 +25,8 @@ func TestRefusals(t *testing.T) {
 	th, root := w.ask(c.Alice, "q")
 	_, otherRoot := w.ask(c.Bob, "elsewhere")
 	revoked := w.env.Token(t, "ainotes:gone", "", "read", "write")
-	tokens, _ := w.env.Service.Tokens(context.Background())
-	for _, tk := range tokens {
+	tokens, _ := w.env.Service.TokenPage(context.Background(), core.ListTokensQuery{})
+	for _, tk := range tokens.Tokens {
 		if tk.Identity == "ainotes:gone" {
 			if _, err := w.env.Service.RevokeToken(context.Background(), tk.ID); err != nil {
 				t.Fatal(err)
@@ -119,7 +120,7 @@ func TestRefusals(t *testing.T) {
 // TestStorageFailure: with the store failing, every write answers
 // unavailable with Retry-After and leaves nothing half-written.
 func TestStorageFailure(t *testing.T) {
-	w := newWorld(t, core.Options{})
+	w := newWorldOn(t, testenv.Embedded, core.Options{})
 	c := w.cast
 	th, _ := w.ask(c.Alice, "q")
 	w.env.DB.Server.EmulateFailure(server.FailureConditionInternalServerError)

@@ -2,12 +2,13 @@ package httpapi_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"net"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
@@ -19,13 +20,14 @@ import (
 	"github.com/ainotes/parley/infra/config"
 	"github.com/ainotes/parley/infra/dynamo"
 	"github.com/ainotes/parley/infra/httpapi"
+	"github.com/ainotes/parley/infra/testenv"
 )
 
 // TestStorageFaults: with DynamoDB failing, every write operation answers
 // unavailable with Retry-After, leaks nothing, and leaves the table exactly
 // as it was; once storage is back, the same requests succeed.
 func TestStorageFaults(t *testing.T) {
-	w := newWorld(t, core.Options{})
+	w := newWorldOn(t, testenv.Embedded, core.Options{})
 	c := w.cast
 	open, root := w.ask(c.Alice, "open thread")
 	proposed, _ := w.ask(c.Alice, "proposed thread")
@@ -80,23 +82,25 @@ func TestStorageFaults(t *testing.T) {
 func TestLostResponse(t *testing.T) {
 	w := newWorld(t, core.Options{})
 	var drop atomic.Bool
+	// The answer is lost outside the SDK's retries: the connection breaks
+	// after DynamoDB committed, as a client would see it.
 	lose := func(o *dynamodb.Options) {
 		o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
-			return stack.Finalize.Add(middleware.FinalizeMiddlewareFunc("lose-response",
-				func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
-					out, md, err := next.HandleFinalize(ctx, in)
+			return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("lose-response",
+				func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+					out, md, err := next.HandleInitialize(ctx, in)
 					if err == nil && awsmiddleware.GetOperationName(ctx) == "TransactWriteItems" && drop.CompareAndSwap(true, false) {
-						return out, md, errors.New("connection reset after commit")
+						return out, md, &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
 					}
 					return out, md, err
 				}), middleware.After)
 		})
 	}
-	client, err := config.DynamoDB(context.Background(), w.env.DB.URL, lose)
+	client, err := config.DynamoDB(context.Background(), w.env.URL, lose)
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, _ := dynamo.New(client, "parley", nil)
+	st, _ := dynamo.New(client, w.env.Table, dynamo.Options{})
 	svc, _ := core.NewService(st, core.Options{})
 	api, _ := httpapi.New(svc, w.env.Logger)
 	srv := httptest.NewServer(api.Handler())
@@ -123,10 +127,12 @@ func TestLostResponse(t *testing.T) {
 }
 
 // TestLoad: 64 concurrent writers on one thread and 64 on 64 threads, three
-// posts each, through HTTP. Every accepted post is readable exactly once,
+// posts each, through HTTP, each post with an idempotency key and retried
+// on unavailable as a client would. Every post is stored exactly once,
 // every event log is an unbroken chain, and nothing answers 5xx but 503.
+// (On the embedded server: a heavy run; the strict backend has its own race.)
 func TestLoad(t *testing.T) {
-	w := newWorld(t, core.Options{})
+	w := newWorldOn(t, testenv.Embedded, core.Options{})
 	hot, _ := w.ask(w.cast.Alice, "the hot thread")
 	spread := make([]string, 64)
 	for i := range spread {
@@ -142,6 +148,7 @@ func TestLoad(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var outcomes []outcome
+	statuses := map[int]int{}
 	run := func(pick func(i int) string) {
 		var wg sync.WaitGroup
 		for i, tok := range tokens {
@@ -150,7 +157,17 @@ func TestLoad(t *testing.T) {
 				defer wg.Done()
 				for k := 0; k < 3; k++ {
 					th := pick(i)
-					r := w.do("POST", "/v1/messages", tok, map[string]any{"kind": "inform", "thread": th, "body": fmt.Sprintf("writer %d post %d", i, k)})
+					body := fmt.Sprintf("writer %d post %d", i, k)
+					var r resp
+					for try := 0; try < 10; try++ {
+						r = w.do("POST", "/v1/messages", tok, map[string]any{"kind": "inform", "thread": th, "body": body}, "Idempotency-Key", th+" "+body)
+						mu.Lock()
+						statuses[r.status]++
+						mu.Unlock()
+						if r.status != 503 {
+							break
+						}
+					}
 					mu.Lock()
 					outcomes = append(outcomes, outcome{th, r.body.str("message.id"), r.status})
 					mu.Unlock()
@@ -162,19 +179,19 @@ func TestLoad(t *testing.T) {
 	run(func(int) string { return hot })
 	run(func(i int) string { return spread[i] })
 	accepted := map[string]map[string]bool{}
-	statuses := map[int]int{}
-	for _, o := range outcomes {
-		statuses[o.status]++
-		switch o.status {
-		case 201:
-			if accepted[o.thread] == nil {
-				accepted[o.thread] = map[string]bool{}
-			}
-			accepted[o.thread][o.id] = true
-		case 503:
-		default:
-			t.Fatalf("status %d", o.status)
+	for status := range statuses {
+		if status != 201 && status != 200 && status != 503 {
+			t.Fatalf("statuses %v", statuses)
 		}
+	}
+	for _, o := range outcomes {
+		if o.status != 201 && o.status != 200 {
+			t.Fatalf("a post still unavailable after 10 tries: %+v (statuses %v)", o, statuses)
+		}
+		if accepted[o.thread] == nil {
+			accepted[o.thread] = map[string]bool{}
+		}
+		accepted[o.thread][o.id] = true
 	}
 	for th, ids := range accepted {
 		seen := map[string]int{}
@@ -198,7 +215,4 @@ func TestLoad(t *testing.T) {
 	}
 	stats := w.env.CheckConsistency(t, true)
 	t.Logf("statuses %v; table: %+v", statuses, stats)
-	if statuses[201] < len(outcomes)*9/10 {
-		t.Fatalf("only %d of %d posts accepted: %v", statuses[201], len(outcomes), statuses)
-	}
 }

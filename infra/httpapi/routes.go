@@ -34,7 +34,11 @@ func (a *API) getThread(r *http.Request, c core.Caller, _ []byte) (int, any, err
 	if err != nil {
 		return 0, nil, err
 	}
-	v, err := a.svc.GetThread(r.Context(), c, id)
+	limit, err := limitParam(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	v, err := a.svc.GetThread(r.Context(), c, core.GetThreadQuery{Thread: id, Cursor: r.URL.Query().Get("cursor"), Limit: limit})
 	return http.StatusOK, v, err
 }
 

@@ -41,7 +41,7 @@ func New(ctx context.Context, operation string, cfg config.Lambda, logOut io.Wri
 	if err != nil {
 		return nil, err
 	}
-	store, err := dynamo.New(client, cfg.Table, nil)
+	store, err := dynamo.New(client, cfg.Table, dynamo.Options{})
 	if err != nil {
 		return nil, err
 	}

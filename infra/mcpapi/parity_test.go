@@ -75,7 +75,7 @@ func TestParity(t *testing.T) {
 		{"reader", "post", map[string]any{"kind": "ask", "body": "read-only"}, "token_right_missing"},
 		{"bob", "post", map[string]any{"kind": "decide", "thread": 1, "body": "done"}, "thread_authority_missing"},
 		{"bob", "mark", map[string]any{"thread": "th_1", "state": "decided"}, "thread_authority_missing"},
-		{"bob", "post", map[string]any{"kind": "inform", "thread": "1", "parent": "msg_2", "body": "me again"}, "self_reply"},
+		{"bob", "post", map[string]any{"kind": "inform", "thread": "1", "parent": "msg_10002", "body": "me again"}, "self_reply"},
 		{"bob", "post", map[string]any{"kind": "ask", "body": "   "}, "invalid_body"},
 		{"bob", "post", map[string]any{"kind": "ask", "body": "x", "claim": "cl_1"}, "invalid_body"},
 		{"alice", "mark", map[string]any{"thread": "th_1", "state": "sideways"}, "invalid_body"},

@@ -127,7 +127,7 @@ func (a *API) tools() []tool {
 				if err != nil {
 					return nil, err
 				}
-				return svc.GetThread(ctx, c, id)
+				return svc.GetThread(ctx, c, core.GetThreadQuery{Thread: id})
 			},
 		},
 		{

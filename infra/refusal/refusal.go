@@ -20,6 +20,11 @@ var status = map[core.Reason]int{
 	core.ReasonThreadNotFound:         http.StatusNotFound,
 	core.ReasonMessageNotFound:        http.StatusNotFound,
 	core.ReasonClaimNotFound:          http.StatusNotFound,
+	core.ReasonTokenNotFound:          http.StatusNotFound,
+	core.ReasonNotFound:               http.StatusNotFound,
+	core.ReasonMethodNotAllowed:       http.StatusMethodNotAllowed,
+	core.ReasonTooLarge:               http.StatusRequestEntityTooLarge,
+	core.ReasonInternal:               http.StatusInternalServerError,
 	core.ReasonSelfReply:              http.StatusConflict,
 	core.ReasonThreadClosed:           http.StatusConflict,
 	core.ReasonInvalidTransition:      http.StatusConflict,
@@ -34,7 +39,7 @@ func Status(r core.Reason) int {
 	if s, ok := status[r]; ok {
 		return s
 	}
-	return http.StatusServiceUnavailable
+	return http.StatusInternalServerError
 }
 
 // Body is the error object both transports carry:

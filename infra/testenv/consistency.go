@@ -59,7 +59,7 @@ func (e *Env) CheckConsistency(t testing.TB, dedupe bool) Stats {
 	}
 	claims := map[string]map[string]types.AttributeValue{}
 	records := map[string][]map[string]types.AttributeValue{}
-	p := dynamodb.NewScanPaginator(e.Client, &dynamodb.ScanInput{TableName: aws.String("parley"), ConsistentRead: aws.Bool(true)})
+	p := dynamodb.NewScanPaginator(e.Client, &dynamodb.ScanInput{TableName: aws.String(e.Table), ConsistentRead: aws.Bool(true)})
 	for p.HasMorePages() {
 		page, err := p.NextPage(context.Background())
 		if err != nil {
@@ -102,6 +102,10 @@ func (e *Env) CheckConsistency(t testing.TB, dedupe bool) Stats {
 		for id, m := range th.messages {
 			if par := attrN(m, "par"); par != 0 && th.messages[par] == nil {
 				t.Errorf("%s: msg_%d's parent msg_%d is missing", pk, id, par)
+			}
+			// Ordinals are taken under the thread's version: 1..msgs, no gap.
+			if tid, ord := core.MessageParts(id); "th_"+strconv.FormatInt(tid, 10) != pk || ord < 1 || int64(ord) > th.msgs {
+				t.Errorf("%s: msg_%d is out of its thread's ordinals (1..%d)", pk, id, th.msgs)
 			}
 		}
 		sort.Slice(th.events, func(i, j int) bool { return attrN(th.events[i], "seq") < attrN(th.events[j], "seq") })

@@ -1,14 +1,20 @@
-// Package testenv starts what the adapters' tests share: an embedded
-// DynamoDB-compatible server reached over loopback, the table, the one
-// store, the service, and tokens. It is imported only by tests.
+// Package testenv starts what the adapters' tests share: a DynamoDB-
+// compatible server reached over loopback through the real SDK — the strict
+// one (moto_server, DynamoDB's own validation) or the embedded one
+// (minidyn, fast, with failure injection) — a table of the test's own, the
+// one store, the service, and tokens. It is imported only by tests.
 package testenv
 
 import (
 	"bytes"
 	"context"
-	"io"
+	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,9 +26,25 @@ import (
 	"github.com/ainotes/parley/infra/localdb"
 )
 
+// Backend is the DynamoDB-compatible server a test runs on.
+type Backend string
+
+const (
+	// Strict is moto_server: it refuses what DynamoDB refuses, and is the
+	// judge of every request shape. One serialized server per test binary.
+	Strict Backend = "strict"
+	// Embedded is minidyn in this process: lax (it accepts requests
+	// DynamoDB rejects), fast, and able to inject failures. For the heavy
+	// matrices and fault tests.
+	Embedded Backend = "embedded"
+)
+
 // Env is one isolated Parley backend.
 type Env struct {
-	DB      *localdb.DB
+	Backend Backend
+	URL     string       // the DynamoDB endpoint
+	Table   string       // this test's own table
+	DB      *localdb.DB  // the embedded server (Embedded only), for failure injection
 	Client  *dynamodb.Client
 	Store   *dynamo.Store
 	Service *core.Service
@@ -49,32 +71,51 @@ func (b *SyncBuffer) String() string {
 	return b.buf.String()
 }
 
-// New starts a backend; o may set limits or a clock.
+// New starts a backend on the strict server; o may set limits or a clock.
 // Unless o sets limits, the reference limits apply without the per-token
 // rate limit, which tests that post quickly would trip; the rate limit has
 // tests of its own.
 //
 // opts adjust the DynamoDB client (benchmarks install a meter with them).
 func New(t testing.TB, o core.Options, opts ...func(*dynamodb.Options)) *Env {
+	return On(t, Strict, o, opts...)
+}
+
+var tables atomic.Int64
+
+// On starts a backend on the given server.
+func On(t testing.TB, b Backend, o core.Options, opts ...func(*dynamodb.Options)) *Env {
 	t.Helper()
 	if o.Limits == (core.Limits{}) {
 		o.Limits = core.ReferenceLimits()
 		o.Limits.PostsPerMinute = 0
 	}
-	db, err := localdb.Start("")
-	if err != nil {
-		t.Fatal(err)
+	e := &Env{Backend: b, Table: fmt.Sprintf("parley-%d-%d", os.Getpid(), tables.Add(1))}
+	switch b {
+	case Strict:
+		m := SharedMoto(t)
+		e.URL = m.URL
+		report(b, "moto_server "+m.Version)
+	case Embedded:
+		db, err := localdb.Start("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = db.Close() })
+		e.DB, e.URL = db, db.URL
+		report(b, "minidyn")
+	default:
+		t.Fatalf("testenv: unknown backend %q", b)
 	}
-	t.Cleanup(func() { _ = db.Close() })
 	ctx := context.Background()
-	client, err := config.DynamoDB(ctx, db.URL, opts...)
+	client, err := config.DynamoDB(ctx, e.URL, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := dynamo.CreateTable(ctx, client, "parley"); err != nil {
+	if err := dynamo.CreateTable(ctx, client, e.Table); err != nil {
 		t.Fatal(err)
 	}
-	st, err := dynamo.New(client, "parley", o.Clock)
+	st, err := dynamo.New(client, e.Table, dynamo.Options{Clock: o.Clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +124,36 @@ func New(t testing.TB, o core.Options, opts ...func(*dynamodb.Options)) *Env {
 		t.Fatal(err)
 	}
 	buf := &SyncBuffer{}
-	return &Env{DB: db, Client: client, Store: st, Service: svc, Log: buf, Logger: slog.New(slog.NewJSONHandler(io.MultiWriter(buf), nil))}
+	e.Client, e.Store, e.Service, e.Log = client, st, svc, buf
+	e.Logger = slog.New(slog.NewJSONHandler(buf, nil))
+	return e
+}
+
+// report notes, once per test binary and backend, which backend this
+// package's tests used: a line in the file PARLEY_BACKEND_REPORT names
+// (make test prints them).
+var reported sync.Map
+
+func report(b Backend, what string) {
+	if _, done := reported.LoadOrStore(b, true); done {
+		return
+	}
+	path := os.Getenv("PARLEY_BACKEND_REPORT")
+	if path == "" {
+		return
+	}
+	pkg, _ := os.Getwd()
+	if root, ok := repoRoot(); ok {
+		if rel, err := filepath.Rel(root, pkg); err == nil {
+			pkg = "./" + filepath.ToSlash(rel)
+		}
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	fmt.Fprintf(f, "%-20s %-8s %s\n", strings.TrimSuffix(pkg, "/"), b, what)
 }
 
 // Token creates a token and returns its secret.
@@ -133,4 +203,18 @@ func (c *Clock) Now() time.Time {
 	defer c.mu.Unlock()
 	c.now = c.now.Add(time.Millisecond)
 	return c.now
+}
+
+// Advance moves the clock on, e.g. past a feed's settle window.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// Set moves the clock to t.
+func (c *Clock) Set(t time.Time) {
+	c.mu.Lock()
+	c.now = t
+	c.mu.Unlock()
 }
