@@ -15,7 +15,7 @@ type Limits struct {
 	ThreadPageDefault int `json:"thread_page_default"`
 	ThreadPageMax     int `json:"thread_page_max"`
 	// No response of any operation is larger.
-	ResponseBytes int `json:"response_bytes_max"`
+	ResponseBytes  int `json:"response_bytes_max"`
 	IdempotencyKey int `json:"idempotency_key_chars"`
 	EvidenceItems  int `json:"evidence_items"`
 	EvidenceRef    int `json:"evidence_ref_chars"`

@@ -69,7 +69,9 @@ func refuse(reason Reason, format string, args ...any) *Refusal {
 
 // Refuse builds a refusal; adapters use it for the reasons only they can
 // give (not_found, method_not_allowed, too_large).
-func Refuse(reason Reason, format string, args ...any) *Refusal { return refuse(reason, format, args...) }
+func Refuse(reason Reason, format string, args ...any) *Refusal {
+	return refuse(reason, format, args...)
+}
 
 // With adds one detail key and returns the refusal, for chaining.
 func (r *Refusal) With(key string, value any) *Refusal {

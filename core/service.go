@@ -203,4 +203,3 @@ func (c *tokenCache) lookup(ctx context.Context, hash string) (Token, error) {
 	c.mu.Unlock()
 	return t, nil
 }
-

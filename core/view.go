@@ -43,9 +43,9 @@ type ThreadState struct {
 	Awaiting         *AwaitingView `json:"awaiting"`
 	// AwaitingVersion is the version that last set awaiting: with the id it
 	// names one turn, so a reader can drop an inbox entry seen twice.
-	AwaitingVersion int64 `json:"awaiting_version"`
-	Version         int64 `json:"version"`
-	UpdatedAt        time.Time     `json:"updated_at"`
+	AwaitingVersion int64     `json:"awaiting_version"`
+	Version         int64     `json:"version"`
+	UpdatedAt       time.Time `json:"updated_at"`
 }
 
 func viewState(t Thread) ThreadState {

@@ -42,9 +42,9 @@ const (
 // Env is one isolated Parley backend.
 type Env struct {
 	Backend Backend
-	URL     string       // the DynamoDB endpoint
-	Table   string       // this test's own table
-	DB      *localdb.DB  // the embedded server (Embedded only), for failure injection
+	URL     string      // the DynamoDB endpoint
+	Table   string      // this test's own table
+	DB      *localdb.DB // the embedded server (Embedded only), for failure injection
 	Client  *dynamodb.Client
 	Store   *dynamo.Store
 	Service *core.Service
