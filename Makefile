@@ -76,12 +76,18 @@ test: moto
 FUZZ_TARGETS := FuzzDecodeEnvelope FuzzParseRef FuzzCursor
 FUZZTIME     ?= 60s
 
+# Every test, on both DynamoDB-compatible backends (infra/testenv); the
+# fuzz targets' seed corpora run as tests, the fuzzing itself in make fuzz.
+# The last lines say which backend each suite used.
+BACKENDS := $(CURDIR)/bin/backends.txt
 test: vet $(TSCLIENT)/node_modules/.installed $(RIE)
-	$(GO) test -count=1 ./...
-	@for f in $(FUZZ_TARGETS); do $(GO) test ./core -run '^$$' -fuzz "^$$f$$" -fuzztime 3s >/dev/null || { echo "fuzz $$f failed"; $(GO) test ./core -run "^$$f$$"; exit 1; }; echo "fuzz $$f: 3s, no failure"; done
+	@mkdir -p bin && rm -f $(BACKENDS)
+	PARLEY_BACKEND_REPORT=$(BACKENDS) $(GO) test -count=1 ./...
+	@echo "backends used:"; sort -u $(BACKENDS) | sed 's/^/  /'
 
-# Longer fuzzing of the envelope decoder and the ref/cursor parsers; new
-# failures land in core/testdata/fuzz/ as regression seeds.
+# Fuzzing of the envelope decoder and the ref/cursor parsers; new
+# failures land in core/testdata/fuzz/ as regression seeds, which go test
+# then runs every time.
 fuzz:
 	@for f in $(FUZZ_TARGETS); do $(GO) test ./core -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) || exit 1; done
 

@@ -4,6 +4,7 @@
 //	parley token create --identity ID --rights LIST [--label L] --dynamodb URL|aws [--table NAME]
 //	parley token list   --dynamodb URL|aws [--table NAME]
 //	parley token revoke ID|PREFIX --dynamodb URL|aws [--table NAME]
+//	parley table create --dynamodb URL|aws --table NAME
 //
 // Without --dynamodb, serve runs an embedded DynamoDB-compatible server in
 // memory and prints demo tokens.
@@ -30,6 +31,7 @@ const usage = `usage:
   parley token create --identity ID --rights LIST [--label L] --dynamodb URL|aws [--table NAME]
   parley token list --dynamodb URL|aws [--table NAME]
   parley token revoke ID|PREFIX --dynamodb URL|aws [--table NAME]
+  parley table create --dynamodb URL|aws --table NAME
   parley simulate [--max-messages 200] [--max-time 30s] [--write docs/loop-safety.md]
 `
 
@@ -45,6 +47,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = simulate(ctx, args[1:], stdout)
 	case len(args) >= 2 && args[0] == "token":
 		err = token(ctx, args[1], args[2:], stdout)
+	case len(args) >= 2 && args[0] == "table":
+		err = table(ctx, args[1], args[2:], stdout)
 	default:
 		fmt.Fprint(stderr, usage)
 		return 2

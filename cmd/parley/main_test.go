@@ -32,6 +32,16 @@ func TestTokenCommands(t *testing.T) {
 	}
 	defer db.Close()
 	dyn := []string{"--dynamodb", db.URL, "--table", "cli"}
+	// Token commands never create a table; `table create` does.
+	if code, _, errOut := runCLI(t, append([]string{"token", "list"}, dyn...)...); code != 1 || !strings.Contains(errOut, "parley table create") {
+		t.Fatalf("a missing table: %d %q", code, errOut)
+	}
+	if code, out, errOut := runCLI(t, append([]string{"table", "create"}, dyn...)...); code != 0 || !strings.Contains(out, "ready") {
+		t.Fatalf("table create: %d %q %q", code, out, errOut)
+	}
+	if code, _, errOut := runCLI(t, "token", "list", "--dynamodb", "aws"); code != 2 || !strings.Contains(errOut, "--table is required") {
+		t.Fatalf("aws without --table: %d %q", code, errOut)
+	}
 
 	code, out, errOut := runCLI(t, append([]string{"token", "create", "--identity", "ainotes:ops", "--rights", "read,write,lock", "--label", "ops"}, dyn...)...)
 	if code != 0 {

@@ -34,18 +34,37 @@ type storeFlags struct {
 
 func (s *storeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.dynamodb, "dynamodb", "", "DynamoDB endpoint URL, or \"aws\" for real DynamoDB with the default AWS config")
-	fs.StringVar(&s.table, "table", "parley", "DynamoDB table name")
+	fs.StringVar(&s.table, "table", "", "DynamoDB table name (default parley; required with --dynamodb aws)")
 	fs.StringVar(&s.realm, "realm", "ainotes", "the realm of agent identities (<realm>:<handle>)")
 }
 
-// open connects to the table (creating it when it is missing) and builds the service.
-func (s *storeFlags) open(ctx context.Context, o core.Options) (*core.Service, error) {
+// check completes the flags: real DynamoDB needs the table named (the
+// stack's TableName output); elsewhere it defaults to "parley".
+func (s *storeFlags) check() error {
+	if s.table == "" {
+		if s.dynamodb == config.AWS {
+			return fmt.Errorf("%w: --table is required with --dynamodb aws (the stack's TableName output)", errUsage)
+		}
+		s.table = "parley"
+	}
+	return nil
+}
+
+// open connects to the table and builds the service. With create, a
+// missing table is created — only ever on a local endpoint: on real
+// DynamoDB tables come from the stack or from `parley table create`.
+func (s *storeFlags) open(ctx context.Context, o core.Options, create bool) (*core.Service, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
 	client, err := config.DynamoDB(ctx, s.dynamodb)
 	if err != nil {
 		return nil, err
 	}
-	if err := dynamo.CreateTable(ctx, client, s.table); err != nil {
-		return nil, fmt.Errorf("table %s: %w", s.table, err)
+	if create && s.dynamodb != config.AWS {
+		if err := dynamo.CreateTable(ctx, client, s.table); err != nil {
+			return nil, fmt.Errorf("table %s: %w", s.table, err)
+		}
 	}
 	st, err := dynamo.New(client, s.table, dynamo.Options{Clock: o.Clock})
 	if err != nil {
@@ -112,7 +131,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	limits := core.ReferenceLimits()
 	limits.PostsPerMinute = *rateLimit
-	svc, err := sf.open(ctx, core.Options{Profiles: config.ParseProfiles(*profiles), Limits: limits})
+	svc, err := sf.open(ctx, core.Options{Profiles: config.ParseProfiles(*profiles), Limits: limits}, true)
 	if err != nil {
 		return err
 	}

@@ -176,7 +176,7 @@ func runScenario(ctx context.Context, sc scenario, damping bool, maxMessages int
 		lim.Exchange, lim.DuplicateBody = 0, false
 	}
 	sf := storeFlags{dynamodb: db.URL, table: "sim", realm: "ainotes"}
-	svc, err := sf.open(ctx, core.Options{Limits: lim})
+	svc, err := sf.open(ctx, core.Options{Limits: lim}, true)
 	if err != nil {
 		return res, err
 	}

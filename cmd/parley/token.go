@@ -10,7 +10,11 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/ainotes/parley/core"
+	"github.com/ainotes/parley/infra/config"
+	"github.com/ainotes/parley/infra/dynamo"
 )
 
 func token(ctx context.Context, sub string, args []string, stdout io.Writer) error {
@@ -36,7 +40,7 @@ func token(ctx context.Context, sub string, args []string, stdout io.Writer) err
 	if sf.dynamodb == "" {
 		return fmt.Errorf("%w: token commands need --dynamodb URL|aws (the embedded store lives only inside a running serve)", errUsage)
 	}
-	svc, err := sf.open(ctx, core.Options{})
+	svc, err := sf.open(ctx, core.Options{}, false)
 	if err != nil {
 		return err
 	}
@@ -51,7 +55,7 @@ func token(ctx context.Context, sub string, args []string, stdout io.Writer) err
 		}
 		secret, t, err := svc.CreateToken(ctx, core.TokenSpec{Identity: *identity, Rights: list, Label: *label})
 		if err != nil {
-			return err
+			return tableHint(err, sf.table)
 		}
 		fmt.Fprintf(stdout, "%s\n", secret)
 		fmt.Fprintf(stdout, "# %s  %s  %s  (the secret above is shown once; only its hash is stored)\n", t.ID, t.Identity, joinRights(t.Rights))
@@ -62,7 +66,7 @@ func token(ctx context.Context, sub string, args []string, stdout io.Writer) err
 		for {
 			page, err := svc.TokenPage(ctx, q)
 			if err != nil {
-				return err
+				return tableHint(err, sf.table)
 			}
 			for _, t := range page.Tokens {
 				revoked := "-"
@@ -82,6 +86,7 @@ func token(ctx context.Context, sub string, args []string, stdout io.Writer) err
 			return fmt.Errorf("%w: token revoke takes one token id or prefix", errUsage)
 		}
 		t, err := svc.RevokeToken(ctx, positional[0])
+		err = tableHint(err, sf.table)
 		if errors.Is(err, core.ErrNotFound) {
 			return fmt.Errorf("no token matches %q", positional[0])
 		}
@@ -92,6 +97,45 @@ func token(ctx context.Context, sub string, args []string, stdout io.Writer) err
 	default:
 		return fmt.Errorf("%w: unknown token command %q", errUsage, sub)
 	}
+	return nil
+}
+
+// tableHint turns "no such table" into what to do about it.
+func tableHint(err error, table string) error {
+	if _, missing := errors.AsType[*types.ResourceNotFoundException](err); missing {
+		return fmt.Errorf("table %s does not exist: deploy the stack, or create it with `parley table create --table %s`: %w", table, table, err)
+	}
+	return err
+}
+
+// table creates the table for self-hosting on real DynamoDB or on any
+// compatible endpoint: the same definition the stack declares, with TTL on
+// the expiry attribute. Nothing else in the CLI creates tables on AWS.
+func table(ctx context.Context, sub string, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("table "+sub, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var sf storeFlags
+	sf.register(fs)
+	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
+		return fmt.Errorf("%w: table create takes --dynamodb URL|aws --table NAME", errUsage)
+	}
+	if sub != "create" {
+		return fmt.Errorf("%w: unknown table command %q", errUsage, sub)
+	}
+	if sf.dynamodb == "" {
+		return fmt.Errorf("%w: table create needs --dynamodb URL|aws", errUsage)
+	}
+	if err := sf.check(); err != nil {
+		return err
+	}
+	client, err := config.DynamoDB(ctx, sf.dynamodb)
+	if err != nil {
+		return err
+	}
+	if err := dynamo.Provision(ctx, client, sf.table, sf.dynamodb == config.AWS); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "table %s is ready\n", sf.table)
 	return nil
 }
 

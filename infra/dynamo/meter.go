@@ -2,6 +2,7 @@ package dynamo
 
 import (
 	"context"
+	"errors"
 	"math"
 	"reflect"
 	"strings"
@@ -100,6 +101,7 @@ func (m *Meter) record(op string, in, out any, err error, d time.Duration) {
 	m.u.Calls[op]++
 	m.u.InStore += d
 	if err != nil {
+		m.u.WRU += m.failed(in, err)
 		return
 	}
 	switch in := in.(type) {
@@ -136,6 +138,50 @@ func (m *Meter) record(op string, in, out any, err error, d time.Duration) {
 		}
 		m.u.RRU += reads(total, in.IndexName == nil && consistent(in.ConsistentRead))
 	}
+}
+
+// failed is what a write that did not happen still costs: DynamoDB charges
+// a failed conditional write the units of the write it refused, and a
+// cancelled transaction the units of its items (without index writes,
+// which never happened). Other failures (throttling, validation) are free.
+func (m *Meter) failed(in any, err error) float64 {
+	_, condition := errors.AsType[*types.ConditionalCheckFailedException](err)
+	_, cancelled := errors.AsType[*types.TransactionCanceledException](err)
+	switch in := in.(type) {
+	case *dynamodb.PutItemInput:
+		if condition {
+			return writes(size(in.Item))
+		}
+	case *dynamodb.UpdateItemInput:
+		if condition {
+			return m.updateSize(in.Key)
+		}
+	case *dynamodb.TransactWriteItemsInput:
+		if !cancelled {
+			return 0
+		}
+		total := 0.0
+		for _, it := range in.TransactItems {
+			switch {
+			case it.Put != nil:
+				total += 2 * writes(size(it.Put.Item))
+			case it.Update != nil:
+				total += 2 * m.updateSize(it.Update.Key)
+			default:
+				total += 2
+			}
+		}
+		return total
+	}
+	return 0
+}
+
+func (m *Meter) updateSize(key map[string]types.AttributeValue) float64 {
+	old := m.shadow[shadowKey(key)]
+	if old == nil {
+		old = key
+	}
+	return writes(size(old) + 16)
 }
 
 func consistent(b *bool) bool { return b != nil && *b }

@@ -84,5 +84,22 @@ func TestMeter(t *testing.T) {
 		if u := meter.Take(); u.WRU != 4 || u.Calls["TransactWriteItems"] != 1 {
 			t.Fatalf("%+v", u)
 		}
+		// A cancelled transaction is charged its items' units, no index writes.
+		if err := st.Commit(ctx, core.Commit{Thread: th}); err == nil {
+			t.Fatal("a second create went through")
+		}
+		if u := meter.Take(); u.WRU != 2 {
+			t.Fatalf("cancelled: %+v", u)
+		}
+	})
+	t.Run("a failed conditional write is charged", func(t *testing.T) {
+		_, err := client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("m"), Item: map[string]types.AttributeValue{"pk": s("a"), "sk": s("b"), "x": s(big)},
+			ConditionExpression: aws.String("attribute_not_exists(pk)")})
+		if err == nil {
+			t.Fatal("the condition held")
+		}
+		if u := meter.Take(); u.WRU != 2 {
+			t.Fatalf("failed put: %+v", u)
+		}
 	})
 }

@@ -3,10 +3,13 @@ package dynamo
 import (
 	"context"
 	"errors"
+	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 )
 
 // The index names and their key attributes. docs/storage.md describes each
@@ -70,6 +73,28 @@ func CreateTable(ctx context.Context, db *dynamodb.Client, name string) error {
 	var inUse *types.ResourceInUseException
 	if errors.As(err, &inUse) {
 		return nil
+	}
+	return err
+}
+
+// Provision creates the table for a self-hosted instance and, on real
+// DynamoDB (aws), waits until it is active and switches TTL on for the
+// expiry attribute (idempotency records and rate counters expire). The
+// stack (template.yaml) does the same for a deployed one.
+func Provision(ctx context.Context, db *dynamodb.Client, name string, real bool) error {
+	if err := CreateTable(ctx, db, name); err != nil {
+		return err
+	}
+	if !real {
+		return nil
+	}
+	w := dynamodb.NewTableExistsWaiter(db)
+	if err := w.Wait(ctx, &dynamodb.DescribeTableInput{TableName: &name}, 5*time.Minute); err != nil {
+		return err
+	}
+	_, err := db.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{TableName: &name, TimeToLiveSpecification: &types.TimeToLiveSpecification{AttributeName: aws.String(TTLAttribute), Enabled: aws.Bool(true)}})
+	if api, ok := errors.AsType[smithy.APIError](err); ok && strings.Contains(api.ErrorMessage(), "already enabled") {
+		return nil // a second run
 	}
 	return err
 }

@@ -368,7 +368,7 @@ func requestShapes(t *testing.T, b testenv.Backend) {
 		cl2 := cl
 		cl2.State, cl2.Version = core.ClaimSupported, 2
 		rec := &core.ClaimRecord{Claim: 1, Seq: 2, Kind: core.KindAttest, Actor: bob, At: at, Message: core.MessageID(1, 9), From: core.ClaimUnverified, To: core.ClaimSupported}
-		cur, next = next, next
+		cur = next
 		next.Version++
 		next.Messages = 9
 		if err := st.Commit(ctx, core.Commit{Thread: next, PrevVersion: cur.Version, Message: message(1, 9, m.ID, "yes", at), Claims: []core.ClaimChange{{Claim: cl2, PrevVersion: 1, Record: rec}}}); err != nil {
