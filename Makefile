@@ -27,6 +27,10 @@ build-EventsFunction:      ; $(call lambda,events)
 build-InboxFunction:       ; $(call lambda,inbox)
 build-GetClaimFunction:    ; $(call lambda,get_claim)
 build-ListClaimsFunction:  ; $(call lambda,list_claims)
+build-QueueFunction:       ; $(call lambda,queue)
+build-CreateTokenFunction: ; $(call lambda,create_token)
+build-ListTokensFunction:  ; $(call lambda,list_tokens)
+build-RevokeTokenFunction: ; $(call lambda,revoke_token)
 build-McpFunction:         ; $(call lambda,mcp)
 
 # Deploys with the SAM CLI (not run in CI: it needs an AWS account).
@@ -72,6 +76,20 @@ moto:
 	else echo "moto[server] is not importable: creating .venv (python3 -m venv .venv && .venv/bin/pip install 'moto[server]')"; \
 		python3 -m venv .venv && .venv/bin/pip install --quiet 'moto[server]'; fi
 test: moto
+
+# Chromium for the console's browser test (infra/console): Debian's package,
+# installed when missing and we are root on Debian; otherwise how to get it.
+# PARLEY_CHROMIUM may name another Chromium or Chrome binary.
+.PHONY: chromium
+chromium:
+	@if [ -n "$$PARLEY_CHROMIUM" ] && command -v "$$PARLEY_CHROMIUM" >/dev/null; then :; \
+	elif [ -x /usr/bin/chromium ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "installing Chromium (apt-get install -y chromium)"; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y chromium >/dev/null || \
+		{ apt-get update >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium >/dev/null; }; \
+	else echo "Chromium is missing; the console's browser test will fail. Install it: sudo apt-get install -y chromium (Debian), or set PARLEY_CHROMIUM=/path/to/chromium"; fi
+test: chromium
 
 FUZZ_TARGETS := FuzzDecodeEnvelope FuzzParseRef FuzzCursor
 FUZZTIME     ?= 60s

@@ -1,9 +1,11 @@
 package core
 
-// Kind is a speech act: what a message does (decisions §3).
+import "slices"
+
+// Kind is a speech act: what a message does.
 type Kind string
 
-// The nine speech acts of the core.
+// The nine speech acts of the core, and the four of the dialectic profile.
 const (
 	KindAsk      Kind = "ask"
 	KindAnswer   Kind = "answer"
@@ -14,36 +16,125 @@ const (
 	KindAck      Kind = "ack"
 	KindDecide   Kind = "decide"
 	KindEscalate Kind = "escalate"
+
+	KindAssert Kind = "assert"
+	KindAttest Kind = "attest"
+	KindRefute Kind = "refute"
+	KindVerify Kind = "verify"
 )
 
-// Act describes one speech act for the manifest: an agent can speak from it.
+// Await is whom an act makes the thread wait on.
+type Await int
+
+const (
+	// AwaitKeep: the sender takes its turn without inviting a reply; a
+	// call to the sender itself is answered (cleared), any other stays.
+	AwaitKeep        Await = iota
+	AwaitNobody            // clears awaiting
+	AwaitOpenCall          // anyone but the sender (the thread's first message)
+	AwaitParent            // the parent's author
+	AwaitAsker             // the author of the nearest ask at or above the parent
+	AwaitCreator           // the thread's creator (the parent's author if the sender is the creator)
+	AwaitClaimAuthor       // the author of the claim acted on
+	AwaitAnyHuman          // any human
+)
+
+// ClaimUse is what a dialectic act does with claims.
+type ClaimUse int
+
+const (
+	ClaimNone   ClaimUse = iota
+	ClaimMakes           // assert: creates a claim, may supersede others
+	ClaimActsOn          // attest, refute, verify: names the claim it acts on
+)
+
+// Act is one speech act as data: the manifest, the tool descriptions, the
+// envelope decoder, the awaiting rule, the marks and loop damping all read
+// this table, and nothing else decides per kind.
 type Act struct {
-	Kind   Kind   `json:"kind"`
-	Does   string `json:"does"`
-	Awaits string `json:"awaits"`
-	Mark   string `json:"mark"`
+	Kind    Kind   `json:"kind"`
+	Does    string `json:"does"`
+	Awaits  string `json:"awaits"`
+	Mark    string `json:"mark"`
+	Profile string `json:"profile,omitempty"`
+
+	Opens     bool     `json:"opens_thread"`   // without thread it opens one
+	OnOpen    Await    `json:"-"`              // whom it awaits when it opens a thread
+	InThread  Await    `json:"-"`              // whom it awaits in a thread
+	Marks     Op       `json:"-"`              // the state change it carries (OpAnswer, OpDecide) or ""
+	Exempt    bool     `json:"damping_exempt"` // accepted past the exchange and run limits
+	Claim     ClaimUse `json:"-"`
+	Evidence  bool     `json:"evidence_required,omitempty"`
+	NeedRight Right    `json:"right,omitempty"` // a right beyond write
 }
 
-// Acts is the table of decisions §3, in order.
+// Acts is the table of every act this server knows, core first.
 var Acts = []Act{
-	{KindAsk, "poses a question; without thread it opens a new one", "new thread: anyone but the sender (an open call); in a thread: the parent's author", "new thread: open"},
-	{KindAnswer, "answers the question it replies to", "the author of the nearest ask at or above the parent", "proposes answered when the thread is open"},
-	{KindClarify, "asks the parent's author to clarify", "the parent's author", ""},
-	{KindInform, "adds facts or context; asks nothing", "nobody (clears awaiting when it named the sender)", ""},
-	{KindPropose, "proposes a decision or a course of action", "the thread's creator (the parent's author if the sender is the creator)", ""},
-	{KindObject, "disputes the parent, with reasons", "the parent's author", ""},
-	{KindAck, "acknowledges; ends the sender's turn without inviting a reply", "nobody (clears awaiting when it named the sender)", ""},
-	{KindDecide, "records the thread's decision", "nobody (clears awaiting)", "decided (needs authority over the thread)"},
-	{KindEscalate, "hands the turn to a human (deadlock, risk, need for judgement)", "any human", ""},
+	{Kind: KindAsk, Does: "poses a question; without thread it opens a new one",
+		Awaits: "new thread: anyone but the sender (an open call); in a thread: the parent's author", Mark: "new thread: open",
+		Opens: true, OnOpen: AwaitOpenCall, InThread: AwaitParent},
+	{Kind: KindAnswer, Does: "answers the question it replies to",
+		Awaits: "the author of the nearest ask at or above the parent", Mark: "proposes answered when the thread is open",
+		InThread: AwaitAsker, Marks: OpAnswer},
+	{Kind: KindClarify, Does: "asks the parent's author to clarify", Awaits: "the parent's author", InThread: AwaitParent},
+	{Kind: KindInform, Does: "adds facts or context; asks nothing",
+		Awaits: "nobody: it ends the sender's turn (a call to the sender is answered; any other call stays)", InThread: AwaitKeep},
+	{Kind: KindPropose, Does: "proposes a decision or a course of action",
+		Awaits: "the thread's creator (the parent's author if the sender is the creator)", InThread: AwaitCreator},
+	{Kind: KindObject, Does: "disputes the parent, with reasons", Awaits: "the parent's author", InThread: AwaitParent},
+	{Kind: KindAck, Does: "acknowledges; ends the sender's turn without inviting a reply",
+		Awaits: "nobody: it ends the sender's turn (a call to the sender is answered; any other call stays)", InThread: AwaitKeep, Exempt: true},
+	{Kind: KindDecide, Does: "records the thread's decision", Awaits: "nobody (clears awaiting)",
+		Mark: "decided (needs authority over the thread)", InThread: AwaitNobody, Marks: OpDecide, Exempt: true},
+	{Kind: KindEscalate, Does: "hands the turn to a human (deadlock, risk, need for judgement)", Awaits: "any human",
+		InThread: AwaitAnyHuman, Exempt: true},
+
+	{Kind: KindAssert, Profile: ProfileDialectic, Does: "states a claim with evidence; without thread it opens one; supersedes may retire earlier claims",
+		Awaits: "new thread: anyone but the sender; in a thread: like inform", Mark: "new claim: unverified; superseded claims: superseded",
+		Opens: true, OnOpen: AwaitOpenCall, InThread: AwaitKeep, Claim: ClaimMakes, Evidence: true},
+	{Kind: KindAttest, Profile: ProfileDialectic, Does: "supports a claim with further evidence (not one's own)",
+		Awaits: "nobody: it ends the sender's turn", Mark: "claim: unverified → supported",
+		InThread: AwaitKeep, Claim: ClaimActsOn, Evidence: true},
+	{Kind: KindRefute, Profile: ProfileDialectic, Does: "refutes a claim with counter-evidence; a verified claim can still fall",
+		Awaits: "the claim's author", Mark: "claim: any but superseded → refuted",
+		InThread: AwaitClaimAuthor, Claim: ClaimActsOn, Evidence: true},
+	{Kind: KindVerify, Profile: ProfileDialectic, Does: "the verifier's seal (needs the verify right; not one's own claim)",
+		Awaits: "nobody: it ends the sender's turn", Mark: "claim: supported → verified",
+		InThread: AwaitKeep, Claim: ClaimActsOn, NeedRight: RightVerify},
 }
 
-func coreKind(k Kind) bool {
+// actOf finds a kind's act among those the given profiles speak.
+func actOf(k Kind, dialectic bool) (Act, bool) {
+	i := slices.IndexFunc(Acts, func(a Act) bool { return a.Kind == k })
+	if i < 0 || (Acts[i].Profile == ProfileDialectic && !dialectic) {
+		return Act{}, false
+	}
+	return Acts[i], true
+}
+
+// kindsOf lists the kinds of a profile ("" for the core).
+func kindsOf(profile string) []Kind {
+	var out []Kind
 	for _, a := range Acts {
-		if a.Kind == k {
-			return true
+		if a.Profile == profile {
+			out = append(out, a.Kind)
 		}
 	}
-	return false
+	return out
+}
+
+// rule is whom the act awaits where it is posted.
+func (a Act) rule(newThread bool) Await {
+	if newThread {
+		return a.OnOpen
+	}
+	return a.InThread
+}
+
+// expectsReply reports whether the act sets awaiting anew.
+func (a Act) expectsReply(newThread bool) bool {
+	r := a.rule(newThread)
+	return r != AwaitKeep && r != AwaitNobody
 }
 
 // AwaitScope says whom a thread waits on.
@@ -78,48 +169,44 @@ func (a Awaiting) names(p Party) bool {
 	return false
 }
 
-// awaitingAfter applies decisions §3 to a thread's awaiting for a message of
-// kind k sent by s. parentAuthor is the effective parent's author, askAuthor
-// the author of the nearest ask at or above the parent, creator the thread's
-// creator. newThread is true for the message that opens the thread.
-// claimAuthor is the author of the claim a refute acts on.
-func awaitingAfter(cur Awaiting, k Kind, s, parentAuthor, askAuthor, creator Party, newThread bool, claimAuthor ...Party) Awaiting {
-	party := func(p Party) Awaiting {
-		if p == s { // nobody waits on themselves
+// turnParties are the parties an act's awaiting rule may name.
+type turnParties struct {
+	sender, parent, asker, creator, claimAuthor Party
+}
+
+// awaitingAfter applies an act's rule to a thread's awaiting (decisions §3,
+// §11.6). An open call (any) is replaced only by an act that expects a
+// reply; an act that takes a turn without inviting one answers a call to
+// its sender and leaves any other.
+func awaitingAfter(cur Awaiting, act Act, newThread bool, p turnParties) Awaiting {
+	party := func(to Party) Awaiting {
+		if to == p.sender { // nobody waits on themselves
 			return Awaiting{}
 		}
-		return Awaiting{Scope: AwaitParty, Party: p}
+		return Awaiting{Scope: AwaitParty, Party: to}
 	}
-	switch k {
-	case KindAsk, KindAssert:
-		if k == KindAssert && !newThread {
-			break // in a thread an assert takes a turn like inform
-		}
-		if newThread {
-			return Awaiting{Scope: AwaitAny, Party: s}
-		}
-		return party(parentAuthor)
-	case KindAnswer:
-		return party(askAuthor)
-	case KindClarify, KindObject:
-		return party(parentAuthor)
-	case KindPropose:
-		if s.Identity == creator.Identity {
-			return party(parentAuthor)
-		}
-		return party(creator)
-	case KindRefute:
-		if len(claimAuthor) == 1 {
-			return party(claimAuthor[0])
-		}
-	case KindDecide:
+	switch act.rule(newThread) {
+	case AwaitNobody:
 		return Awaiting{}
-	case KindEscalate:
+	case AwaitOpenCall:
+		return Awaiting{Scope: AwaitAny, Party: p.sender}
+	case AwaitParent:
+		return party(p.parent)
+	case AwaitAsker:
+		return party(p.asker)
+	case AwaitCreator:
+		if p.sender.Identity == p.creator.Identity {
+			return party(p.parent)
+		}
+		return party(p.creator)
+	case AwaitClaimAuthor:
+		return party(p.claimAuthor)
+	case AwaitAnyHuman:
 		return Awaiting{Scope: AwaitHuman}
 	}
-	// inform, ack, attest, verify, and assert within a thread: the sender
-	// takes its turn without inviting a reply.
-	if cur.names(s) {
+	// AwaitKeep: the sender takes its turn. An open call stays open (only a
+	// reply that expects one replaces it); a call to the sender is answered.
+	if cur.Scope != AwaitAny && cur.names(p.sender) {
 		return Awaiting{}
 	}
 	return cur

@@ -1,162 +1,164 @@
 package core
 
 import (
-	"fmt"
-	"slices"
+	"context"
+	"errors"
 	"time"
-	"unicode/utf8"
 )
 
-// The dialectic profile (decisions §7): claims that carry evidence,
-// attestations, refutations with counter-evidence, and a verifier's seal.
-const ProfileDialectic = "dialectic"
-
-// The four kinds of the dialectic profile.
-const (
-	KindAssert Kind = "assert"
-	KindAttest Kind = "attest"
-	KindRefute Kind = "refute"
-	KindVerify Kind = "verify"
-)
-
-// DialecticKinds in manifest order.
-var DialecticKinds = []Kind{KindAssert, KindAttest, KindRefute, KindVerify}
-
-func dialecticKind(k Kind) bool { return slices.Contains(DialecticKinds, k) }
-
-// DialecticActs describes the profile's kinds for the manifest.
-var DialecticActs = []Act{
-	{KindAssert, "states a claim with evidence; without thread it opens one; supersedes may retire earlier claims", "new thread: anyone but the sender; in a thread: like inform", "new claim: unverified; superseded claims: superseded"},
-	{KindAttest, "supports a claim with further evidence (not one's own)", "nobody (clears awaiting when it named the sender)", "claim: unverified → supported"},
-	{KindRefute, "refutes a claim with counter-evidence; a verified claim can still fall", "the claim's author", "claim: any but superseded → refuted"},
-	{KindVerify, "the verifier's seal (needs the verify right; not one's own claim)", "nobody (clears awaiting when it named the sender)", "claim: supported → verified"},
+// loadClaim reads a claim, turning a missing one into claim_not_found.
+func (s *Service) loadClaim(ctx context.Context, id int64) (Claim, error) {
+	cl, err := s.store.Claim(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return cl, refuse(ReasonClaimNotFound, "there is no claim %s", ClaimKey(id)).with("claim", ClaimKey(id))
+	}
+	return cl, err
 }
 
-// ClaimState is a claim's standing.
-type ClaimState string
-
-// The five claim states.
-const (
-	ClaimUnverified ClaimState = "unverified"
-	ClaimSupported  ClaimState = "supported"
-	ClaimVerified   ClaimState = "verified"
-	ClaimRefuted    ClaimState = "refuted"
-	ClaimSuperseded ClaimState = "superseded"
-)
-
-// ClaimStates in manifest order.
-var ClaimStates = []ClaimState{ClaimUnverified, ClaimSupported, ClaimVerified, ClaimRefuted, ClaimSuperseded}
-
-// Valid reports whether s names a claim state.
-func (s ClaimState) Valid() bool { return slices.Contains(ClaimStates, s) }
-
-// EvidenceKinds are the kinds of pointer evidence may be.
-var EvidenceKinds = []string{"url", "hash", "artifact", "commit", "log", "reproducer", "note", "other"}
-
-// Evidence is a pointer, never an opinion.
-type Evidence struct {
-	Kind string `json:"kind"`
-	Ref  string `json:"ref"`
-	Note string `json:"note,omitempty"`
-}
-
-// ClaimStep is the claim transition table: what an act (or a supersession,
-// kind "supersede") does to a claim in state from.
-func ClaimStep(kind Kind, from ClaimState) (ClaimState, error) {
-	bad := func() (ClaimState, error) {
-		return from, refuse(ReasonInvalidTransition, "a %s claim cannot be %s", from, pastTense(kind)).with("from", from).with("kind", kind)
+// checkClaimAct is who may act on a claim: verify needs the verify right,
+// and nobody attests or verifies their own identity's claim.
+func checkClaimAct(c Caller, cl Claim, act Act) error {
+	if act.NeedRight != "" && !c.Has(act.NeedRight) {
+		return refuse(ReasonTokenRightMissing, "%s needs the %s right", act.Kind, act.NeedRight).with("right", act.NeedRight)
 	}
-	if from == ClaimSuperseded {
-		return bad()
-	}
-	switch kind {
-	case KindAttest:
-		switch from {
-		case ClaimUnverified:
-			return ClaimSupported, nil
-		case ClaimSupported, ClaimVerified:
-			return from, nil
-		}
-	case KindVerify:
-		if from == ClaimSupported {
-			return ClaimVerified, nil
-		}
-	case KindRefute:
-		return ClaimRefuted, nil // the Popperian asymmetry: verified falls too
-	case kindSupersede:
-		return ClaimSuperseded, nil
-	}
-	return bad()
-}
-
-// kindSupersede is not a speech act: it is what an assert's supersedes does
-// to each claim it names.
-const kindSupersede Kind = "supersede"
-
-func pastTense(k Kind) string {
-	switch k {
-	case KindAttest:
-		return "attested"
-	case KindVerify:
-		return "verified"
-	case KindRefute:
-		return "refuted"
-	}
-	return "superseded"
-}
-
-// Claim is a statement with evidence, born from an assert message.
-type Claim struct {
-	ID            int64
-	Thread        int64
-	ThreadCreator string // denormalised: who has authority over the claim's thread
-	Message       int64  // the assert message
-	Author        Party
-	Body          string
-	Evidence      []Evidence
-	ValidUntil    *time.Time
-	State         ClaimState
-	Version       int64
-	CreatedAt     time.Time
-	UpdatedAt     time.Time
-	Supersedes    []int64
-	SupersededBy  int64
-}
-
-// ClaimRecord is one entry of a claim's history: an attestation,
-// refutation, verification or supersession. Never rewritten.
-type ClaimRecord struct {
-	Claim    int64
-	Seq      int64 // the claim's version after it
-	Kind     Kind
-	Actor    Party
-	At       time.Time
-	Evidence []Evidence
-	Message  int64 // the message that did it
-	From, To ClaimState
-}
-
-// ClaimKey gives a claim's opaque key.
-func ClaimKey(n int64) string { return fmt.Sprintf("cl_%d", n) }
-
-// validateEvidence applies decisions §7's evidence rules.
-func validateEvidence(ev []Evidence, required bool, lim Limits) error {
-	if required && len(ev) == 0 {
-		return Invalid("evidence", "this kind needs at least one evidence item").with("rule", "missing")
-	}
-	if len(ev) > lim.EvidenceItems {
-		return Invalid("evidence", "at most %d evidence items", lim.EvidenceItems).with("rule", "too_many").with("limit", lim.EvidenceItems)
-	}
-	for i, e := range ev {
-		at := fmt.Sprintf("evidence[%d]", i)
-		switch {
-		case !slices.Contains(EvidenceKinds, e.Kind):
-			return Invalid(at+".kind", "evidence kind must be one of url, hash, artifact, commit, log, reproducer, note, other").with("rule", "kind")
-		case e.Ref == "" || utf8.RuneCountInString(e.Ref) > lim.EvidenceRef:
-			return Invalid(at+".ref", "evidence ref must be 1 to %d characters", lim.EvidenceRef).with("rule", "too_long").with("limit", lim.EvidenceRef)
-		case utf8.RuneCountInString(e.Note) > lim.EvidenceNote:
-			return Invalid(at+".note", "evidence note is limited to %d characters", lim.EvidenceNote).with("rule", "too_long").with("limit", lim.EvidenceNote)
-		}
+	if (act.Kind == KindAttest || act.Kind == KindVerify) && cl.Author.Identity == c.Identity {
+		return refuse(ReasonSelfAttest, "a claim cannot be %s by its own author's identity", pastTense(act.Kind)).with("claim", ClaimKey(cl.ID))
 	}
 	return nil
+}
+
+// claimChange applies one act to a claim and returns the write: the claim
+// at its next version and the history record.
+func claimChange(cl Claim, kind Kind, actor Party, ev []Evidence, msg int64, now time.Time) (ClaimChange, error) {
+	to, err := ClaimStep(kind, cl.State)
+	if err != nil {
+		return ClaimChange{}, err
+	}
+	next := cl
+	next.State, next.Version, next.UpdatedAt = to, cl.Version+1, now
+	rec := &ClaimRecord{Claim: cl.ID, Seq: next.Version, Kind: kind, Actor: actor, At: now, Evidence: ev, Message: msg, From: cl.State, To: to}
+	return ClaimChange{Claim: next, PrevVersion: cl.Version, Record: rec}, nil
+}
+
+// ClaimView is a claim as returned to clients.
+type ClaimView struct {
+	ID           string            `json:"id"`
+	Thread       string            `json:"thread"`
+	Message      string            `json:"message"`
+	Author       Party             `json:"author"`
+	Body         string            `json:"body"`
+	Evidence     []Evidence        `json:"evidence"`
+	State        ClaimState        `json:"state"`
+	ValidUntil   *time.Time        `json:"valid_until"`
+	Expired      bool              `json:"expired"`
+	Supersedes   []string          `json:"supersedes"`
+	SupersededBy *string           `json:"superseded_by"`
+	Version      int64             `json:"version"`
+	CreatedAt    time.Time         `json:"created_at"`
+	UpdatedAt    time.Time         `json:"updated_at"`
+	History      []ClaimRecordView `json:"history,omitempty"`
+}
+
+// ClaimRecordView is one attestation, refutation, verification or supersession.
+type ClaimRecordView struct {
+	Kind     Kind       `json:"kind"`
+	Actor    Party      `json:"actor"`
+	At       time.Time  `json:"at"`
+	Evidence []Evidence `json:"evidence"`
+	Message  string     `json:"message"`
+	From     ClaimState `json:"from"`
+	To       ClaimState `json:"to"`
+}
+
+func expired(until *time.Time, now time.Time) bool { return until != nil && now.After(*until) }
+
+func viewClaim(cl Claim, now time.Time) ClaimView {
+	v := ClaimView{
+		ID: ClaimKey(cl.ID), Thread: ThreadKey(cl.Thread), Message: MessageKey(cl.Message), Author: cl.Author,
+		Body: cl.Body, Evidence: cl.Evidence, State: cl.State, ValidUntil: cl.ValidUntil, Expired: expired(cl.ValidUntil, now),
+		Supersedes: []string{}, Version: cl.Version, CreatedAt: cl.CreatedAt, UpdatedAt: cl.UpdatedAt,
+	}
+	if v.Evidence == nil {
+		v.Evidence = []Evidence{}
+	}
+	for _, id := range cl.Supersedes {
+		v.Supersedes = append(v.Supersedes, ClaimKey(id))
+	}
+	if cl.SupersededBy != 0 {
+		k := ClaimKey(cl.SupersededBy)
+		v.SupersededBy = &k
+	}
+	return v
+}
+
+// GetClaimInput is get_claim's input.
+type GetClaimInput struct {
+	Claim ClaimRef `json:"claim" in:"path" required:"true" doc:"the claim: cl_N"`
+}
+
+// GetClaim returns a claim with its evidence and whole history.
+//
+// Refusals: invalid_body, claim_not_found, unavailable.
+func (s *Service) GetClaim(ctx context.Context, c Caller, in GetClaimInput) (ClaimView, error) {
+	id := int64(in.Claim)
+	cl, recs, err := s.store.ClaimHistory(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return ClaimView{}, refuse(ReasonClaimNotFound, "there is no claim %s", ClaimKey(id)).with("claim", ClaimKey(id))
+	}
+	if err != nil {
+		return ClaimView{}, err
+	}
+	v := viewClaim(cl, s.clock.Now())
+	v.History = make([]ClaimRecordView, 0, len(recs))
+	for _, r := range recs {
+		ev := r.Evidence
+		if ev == nil {
+			ev = []Evidence{}
+		}
+		v.History = append(v.History, ClaimRecordView{Kind: r.Kind, Actor: r.Actor, At: r.At, Evidence: ev, Message: MessageKey(r.Message), From: r.From, To: r.To})
+	}
+	return v, nil
+}
+
+// ListClaimsInput is list_claims' input.
+type ListClaimsInput struct {
+	Thread ThreadRef  `json:"thread" doc:"only claims made in this thread"`
+	State  ClaimState `json:"state" doc:"only claims in this state"`
+	Cursor string     `json:"cursor" doc:"the cursor of the previous page, to continue"`
+	Limit  PageLimit  `json:"limit" doc:"page size, default 50, at most 200"`
+}
+
+// ClaimPage is a page of claims; Cursor continues it, null at the end.
+type ClaimPage struct {
+	Claims []ClaimView `json:"claims"`
+	Cursor *string     `json:"cursor"`
+}
+
+// ListClaims pages through claims, newest first, by thread and/or state.
+//
+// Refusals: invalid_body, unavailable.
+func (s *Service) ListClaims(ctx context.Context, c Caller, in ListClaimsInput) (ClaimPage, error) {
+	q := struct {
+		Thread int64
+		Cursor string
+		Limit  int
+	}{int64(in.Thread), in.Cursor, int(in.Limit)}
+	st := in.State
+	if st != "" && !st.Valid() {
+		return ClaimPage{}, Invalid("state", "unknown claim state %q", st)
+	}
+	after, err := decodeIDCursor("cursor", "claims", q.Cursor)
+	if err != nil {
+		return ClaimPage{}, err
+	}
+	cls, next, err := s.store.Claims(ctx, ClaimQuery{Thread: q.Thread, State: st, After: after, Limit: s.page(q.Limit)})
+	if err != nil {
+		return ClaimPage{}, err
+	}
+	now := s.clock.Now()
+	page := ClaimPage{Claims: make([]ClaimView, 0, len(cls)), Cursor: nextCursor("claims", idPosition(next))}
+	for _, cl := range cls {
+		page.Claims = append(page.Claims, viewClaim(cl, now))
+	}
+	return page, nil
 }

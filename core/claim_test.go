@@ -63,14 +63,14 @@ func TestDialecticEnvelope(t *testing.T) {
 		{"bad evidence kind", `{"kind":"assert","body":"b","evidence":[{"kind":"opinion","ref":"x"}]}`, true, "evidence[0].kind", "kind"},
 		{"evidence ref too long", `{"kind":"assert","body":"b","evidence":[{"kind":"url","ref":"` + strings.Repeat("r", 501) + `"}]}`, true, "evidence[0].ref", "too_long"},
 		{"evidence note too long", `{"kind":"assert","body":"b","evidence":[{"kind":"note","ref":"r","note":"` + strings.Repeat("n", 201) + `"}]}`, true, "evidence[0].note", "too_long"},
-		{"unknown evidence field", `{"kind":"assert","body":"b","evidence":[{"kind":"url","ref":"r","weight":3}]}`, true, "evidence", ""},
+		{"unknown evidence field", `{"kind":"assert","body":"b","evidence":[{"kind":"url","ref":"r","weight":3}]}`, true, "evidence[0].weight", ""},
 		{"supersedes twice", `{"kind":"assert","body":"b",` + ev + `,"supersedes":["cl_1","1"]}`, true, "supersedes", ""},
 		{"too many supersedes", `{"kind":"assert","body":"b",` + ev + `,"supersedes":[1,2,3,4,5,6,7,8,9]}`, true, "supersedes", ""},
 		{"bad valid_until", `{"kind":"assert","body":"b",` + ev + `,"valid_until":"tomorrow"}`, true, "valid_until", ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := DecodeEnvelope([]byte(tc.in), lim, tc.dialectic)
+			_, _, err := DecodeEnvelope([]byte(tc.in), lim, tc.dialectic)
 			if tc.field == "" {
 				if err != nil {
 					t.Fatalf("refused: %v", err)

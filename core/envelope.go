@@ -1,16 +1,15 @@
 package core
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // Provenance is the client's optional note of what produced a message.
@@ -36,206 +35,164 @@ type Envelope struct {
 	ValidUntil *time.Time
 }
 
-// wireEnvelope is the JSON shape accepted from clients. Server-set fields are
-// declared so that they are accepted and dropped rather than refused as unknown.
-type wireEnvelope struct {
-	Parley     json.RawMessage `json:"parley"`
-	Kind       *string         `json:"kind"`
-	Thread     json.RawMessage `json:"thread"`
-	Parent     json.RawMessage `json:"parent"`
-	From       *wireFrom       `json:"from"`
-	Body       *string         `json:"body"`
-	Provenance *Provenance     `json:"provenance"`
-
-	ID         json.RawMessage `json:"id"`
-	AuthorKind json.RawMessage `json:"author_kind"`
-	CreatedAt  json.RawMessage `json:"created_at"`
+// WireEnvelope is the JSON shape accepted from clients (and, with
+// IdempotencyKey, post's whole input). Server-set fields are declared so
+// that they are accepted and dropped rather than refused as unknown.
+type WireEnvelope struct {
+	Parley     *string        `json:"parley" doc:"protocol version; if given it must be \"1\""`
+	Kind       *Kind          `json:"kind" required:"true" doc:"the speech act (see the manifest's acts)"`
+	Thread     *ThreadRef     `json:"thread" doc:"the thread to post into: th_N or N; without it, ask (and assert) open a new thread"`
+	Parent     *MessageRef    `json:"parent" doc:"the message replied to: msg_N or N; omitted means the thread's root message"`
+	From       *WireFrom      `json:"from" doc:"who within the token's identity speaks"`
+	Body       *string        `json:"body" required:"true" doc:"the message: at most 500 characters, at least one of them visible"`
+	Provenance *Provenance    `json:"provenance" doc:"optional: the model and client that produced the message, at most 128 characters each"`
+	ID         jsontext.Value `json:"id" ignored:"true"`
+	AuthorKind jsontext.Value `json:"author_kind" ignored:"true"`
+	CreatedAt  jsontext.Value `json:"created_at" ignored:"true"`
 
 	// Fields of the dialectic kinds; on any other kind they are unknown.
-	Claim      json.RawMessage `json:"claim"`
-	Evidence   json.RawMessage `json:"evidence"`
-	Supersedes json.RawMessage `json:"supersedes"`
-	ValidUntil json.RawMessage `json:"valid_until"`
+	Claim      *ClaimRef   `json:"claim" profile:"dialectic" doc:"attest, refute, verify: the claim acted on (cl_N or N); thread and parent default to the claim's"`
+	Evidence   *[]Evidence `json:"evidence" profile:"dialectic" doc:"dialectic kinds: pointers {kind, ref, note?}, at most 8; required for assert, attest and refute"`
+	Supersedes *[]ClaimRef `json:"supersedes" profile:"dialectic" doc:"assert: the claims (cl_N) this claim replaces; yours, or on threads you have authority over"`
+	ValidUntil *string     `json:"valid_until" profile:"dialectic" doc:"assert: RFC 3339 time after which the claim reads as expired"`
+
+	// IdempotencyKey is post's key: the HTTP header Idempotency-Key, the
+	// MCP argument idempotency_key.
+	IdempotencyKey *string `json:"idempotency_key" in:"header" header:"Idempotency-Key" doc:"optional, 1 to 128 printable characters: a retry with the same key and request returns the first result and posts nothing new"`
 }
 
-type wireFrom struct {
-	Extension *string         `json:"extension"`
-	Identity  json.RawMessage `json:"identity"` // server-set: dropped
+// WireFrom is the envelope's from: only the extension is the client's.
+type WireFrom struct {
+	Extension *string        `json:"extension" doc:"sub-agent name, ^[a-z0-9][a-z0-9_-]{0,31}$; loop protection is per (identity, extension)"`
+	Identity  jsontext.Value `json:"identity" ignored:"true"` // server-set: dropped
 }
 
-// DecodeStrict decodes one JSON object into v, refusing unknown fields,
-// trailing data and invalid UTF-8 with invalid_body naming the field.
-func DecodeStrict(data []byte, v any) error {
-	if !utf8.Valid(data) {
-		return Invalid("body", "the request is not valid UTF-8")
+// DecodeEnvelope validates a client's envelope against decisions §2, §7
+// and §11.1 and the limits. It also returns the idempotency key, if any.
+func DecodeEnvelope(data []byte, lim Limits, dialectic bool) (Envelope, string, error) {
+	var w WireEnvelope
+	if len(data) == 0 {
+		return Envelope{}, "", Invalid("body", "the request body must be the envelope, a JSON object")
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	dec.UseNumber()
-	if err := dec.Decode(v); err != nil {
-		return jsonRefusal(err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return Invalid("body", "the request holds more than one JSON value")
-	}
-	return nil
-}
-
-func jsonRefusal(err error) *Refusal {
-	var typeErr *json.UnmarshalTypeError
-	var syntaxErr *json.SyntaxError
-	switch {
-	case errors.As(err, &typeErr):
-		field := typeErr.Field
-		if field == "" {
-			field = "body"
-		}
-		return Invalid(field, "%s has the wrong type", field)
-	case errors.As(err, &syntaxErr):
-		return Invalid("body", "malformed JSON at offset %d", syntaxErr.Offset)
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-		msg := fmt.Sprintf("unknown field %q", field)
-		if field == "" {
-			field = "body" // a key "" cannot name itself
-		}
-		return Invalid(field, "%s", msg)
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return Invalid("body", "the request is empty or truncated")
-	}
-	return Invalid("body", "malformed JSON")
-}
-
-// DecodeEnvelope validates a client's envelope against decisions §2 (and §7
-// when the dialectic profile is on) and the limits.
-func DecodeEnvelope(data []byte, lim Limits, dialectic bool) (Envelope, error) {
-	var w wireEnvelope
 	if err := DecodeStrict(data, &w); err != nil {
-		return Envelope{}, err
+		return Envelope{}, "", err
 	}
 	var env Envelope
-	if len(w.Parley) > 0 && string(w.Parley) != `"1"` {
-		return env, Invalid("parley", `parley must be "1"`)
+	key := ""
+	if w.IdempotencyKey != nil {
+		key = *w.IdempotencyKey
+		if key == "" {
+			return env, "", Invalid("idempotency_key", "the idempotency key must be 1 to %d printable characters", lim.IdempotencyKey)
+		}
+	}
+	if w.Parley != nil && *w.Parley != "1" {
+		return env, "", Invalid("parley", `parley must be "1"`)
 	}
 	if w.Kind == nil || *w.Kind == "" {
-		return env, Invalid("kind", "kind is required")
+		return env, "", Invalid("kind", "kind is required")
 	}
-	env.Kind = Kind(*w.Kind)
-	if !coreKind(env.Kind) && !(dialectic && dialecticKind(env.Kind)) {
-		return env, Invalid("kind", "this instance does not speak the kind %q", *w.Kind)
+	act, ok := actOf(*w.Kind, dialectic)
+	if !ok {
+		return env, "", Invalid("kind", "this instance does not speak the kind %q", *w.Kind)
 	}
-	if err := decodeDialectic(&w, &env, lim); err != nil {
-		return env, err
+	env.Kind = act.Kind
+	if err := decodeDialectic(&w, &env, act, lim); err != nil {
+		return env, "", err
 	}
-	var err error
-	if env.Thread, err = ParseRefJSON(w.Thread, "th_", "thread"); err != nil {
-		return env, err
+	if w.Thread != nil {
+		env.Thread = int64(*w.Thread)
 	}
-	if env.Parent, err = ParseRefJSON(w.Parent, "msg_", "parent"); err != nil {
-		return env, err
+	if w.Parent != nil {
+		env.Parent = int64(*w.Parent)
 	}
 	if w.From != nil && w.From.Extension != nil {
 		env.Extension = *w.From.Extension
 		if env.Extension != "" && !ValidHandle(env.Extension) {
-			return env, Invalid("from.extension", "extension must match ^[a-z0-9][a-z0-9_-]{0,31}$")
+			return env, "", Invalid("from.extension", "extension must match ^[a-z0-9][a-z0-9_-]{0,31}$")
 		}
 	}
-	if w.Body == nil || strings.TrimSpace(*w.Body) == "" {
-		return env, Invalid("body", "body is required and must not be blank")
+	if w.Body == nil {
+		return env, "", Invalid("body", "body is required")
 	}
 	env.Body = *w.Body
-	if n := utf8.RuneCountInString(env.Body); n > lim.Body {
-		return env, Invalid("body", "body has %d characters; the limit is %d", n, lim.Body).with("limit", lim.Body)
+	if err := checkText("body", env.Body); err != nil {
+		return env, "", err
 	}
-	if strings.ContainsRune(env.Body, 0) {
-		return env, Invalid("body", "body must not contain NUL characters")
+	if !visible(env.Body) {
+		return env, "", Invalid("body", "body must hold at least one visible character")
+	}
+	if n := utf8.RuneCountInString(env.Body); n > lim.Body {
+		return env, "", Invalid("body", "body has %d characters; the limit is %d", n, lim.Body).with("limit", lim.Body)
 	}
 	if p := w.Provenance; p != nil {
-		if utf8.RuneCountInString(p.Model) > lim.Provenance || strings.ContainsRune(p.Model, 0) {
-			return env, Invalid("provenance.model", "provenance.model is limited to %d characters", lim.Provenance)
-		}
-		if utf8.RuneCountInString(p.Client) > lim.Provenance || strings.ContainsRune(p.Client, 0) {
-			return env, Invalid("provenance.client", "provenance.client is limited to %d characters", lim.Provenance)
+		for _, f := range []struct{ name, v string }{{"provenance.model", p.Model}, {"provenance.client", p.Client}} {
+			if utf8.RuneCountInString(f.v) > lim.Provenance {
+				return env, "", Invalid(f.name, "%s is limited to %d characters", f.name, lim.Provenance)
+			}
+			if err := checkText(f.name, f.v); err != nil {
+				return env, "", err
+			}
 		}
 		if p.Model != "" || p.Client != "" {
 			env.Provenance = p
 		}
 	}
-	if env.Thread == 0 && !opensThread(env.Kind) && env.Claim == 0 {
-		return env, Invalid("thread", "%s needs a thread; only ask and assert open a new one", env.Kind)
+	if env.Thread == 0 && !act.Opens && env.Claim == 0 {
+		return env, "", Invalid("thread", "%s needs a thread; only ask and assert open a new one", env.Kind)
 	}
 	if env.Thread == 0 && env.Parent != 0 {
-		return env, Invalid("parent", "parent needs a thread")
+		return env, "", Invalid("parent", "parent needs a thread")
 	}
-	return env, nil
+	return env, key, nil
 }
 
-func opensThread(k Kind) bool { return k == KindAsk || k == KindAssert }
-
-// decodeDialectic reads claim, evidence, supersedes and valid_until: only on
-// the dialectic kinds, and only those each kind takes.
-func decodeDialectic(w *wireEnvelope, env *Envelope, lim Limits) error {
+// decodeDialectic reads claim, evidence, supersedes and valid_until: only
+// on the acts that take them.
+func decodeDialectic(w *WireEnvelope, env *Envelope, act Act, lim Limits) error {
 	fields := []struct {
 		name    string
-		raw     json.RawMessage
+		given   bool
 		allowed bool
 	}{
-		{"claim", w.Claim, env.Kind == KindAttest || env.Kind == KindRefute || env.Kind == KindVerify},
-		{"evidence", w.Evidence, dialecticKind(env.Kind)},
-		{"supersedes", w.Supersedes, env.Kind == KindAssert},
-		{"valid_until", w.ValidUntil, env.Kind == KindAssert},
+		{"claim", w.Claim != nil, act.Claim == ClaimActsOn},
+		{"evidence", w.Evidence != nil, act.Claim != ClaimNone},
+		{"supersedes", w.Supersedes != nil, act.Claim == ClaimMakes},
+		{"valid_until", w.ValidUntil != nil, act.Claim == ClaimMakes},
 	}
 	for _, f := range fields {
-		if len(f.raw) > 0 && !f.allowed {
+		if f.given && !f.allowed {
 			return Invalid(f.name, "unknown field %q for kind %s", f.name, env.Kind)
 		}
 	}
-	if !dialecticKind(env.Kind) {
+	if act.Claim == ClaimNone {
 		return nil
 	}
-	if env.Kind != KindAssert {
-		if len(w.Claim) == 0 || string(w.Claim) == "null" {
+	if act.Claim == ClaimActsOn {
+		if w.Claim == nil || *w.Claim == 0 {
 			return Invalid("claim", "%s needs the claim it acts on", env.Kind)
 		}
-		id, err := ParseRefJSON(w.Claim, "cl_", "claim")
-		if err != nil {
-			return err
-		}
-		env.Claim = id
+		env.Claim = int64(*w.Claim)
 	}
-	if len(w.Evidence) > 0 && string(w.Evidence) != "null" {
-		if err := DecodeStrict(w.Evidence, &env.Evidence); err != nil {
-			return Invalid("evidence", "evidence must be a list of {kind, ref, note?}")
-		}
+	if w.Evidence != nil {
+		env.Evidence = *w.Evidence
 	}
-	if err := validateEvidence(env.Evidence, env.Kind != KindVerify, lim); err != nil {
+	if err := validateEvidence(env.Evidence, act.Evidence, lim); err != nil {
 		return err
 	}
-	if len(w.Supersedes) > 0 && string(w.Supersedes) != "null" {
-		var refs []json.RawMessage
-		if err := json.Unmarshal(w.Supersedes, &refs); err != nil {
-			return Invalid("supersedes", "supersedes must be a list of claim keys")
-		}
-		if len(refs) > lim.Supersedes {
+	if w.Supersedes != nil {
+		if len(*w.Supersedes) > lim.Supersedes {
 			return Invalid("supersedes", "at most %d claims may be superseded at once", lim.Supersedes).with("limit", lim.Supersedes)
 		}
-		for _, r := range refs {
-			id, err := ParseRefJSON(r, "cl_", "supersedes")
-			if err != nil {
-				return err
-			}
-			if slices.Contains(env.Supersedes, id) {
-				return Invalid("supersedes", "%s is listed twice", ClaimKey(id))
+		for _, r := range *w.Supersedes {
+			id := int64(r)
+			if id == 0 || slices.Contains(env.Supersedes, id) {
+				return Invalid("supersedes", "supersedes lists each claim (cl_N) once")
 			}
 			env.Supersedes = append(env.Supersedes, id)
 		}
 	}
-	if len(w.ValidUntil) > 0 && string(w.ValidUntil) != "null" {
-		var s string
-		t, err := time.Time{}, json.Unmarshal(w.ValidUntil, &s)
-		if err == nil {
-			t, err = time.Parse(time.RFC3339, s)
-		}
+	if w.ValidUntil != nil {
+		t, err := time.Parse(time.RFC3339, *w.ValidUntil)
 		if err != nil {
 			return Invalid("valid_until", "valid_until must be an RFC 3339 time")
 		}

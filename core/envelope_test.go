@@ -40,7 +40,18 @@ func TestDecodeEnvelope(t *testing.T) {
 		{"not an object", `[1]`, "body", nil},
 		{"empty", ``, "body", nil},
 		{"unknown field", `{"kind":"ask","body":"a","claim":"cl_1"}`, "claim", nil},
-		{"unknown field in from", `{"kind":"ask","body":"a","from":{"handle":"x"}}`, "handle", nil},
+		{"unknown field in from", `{"kind":"ask","body":"a","from":{"handle":"x"}}`, "from.handle", nil},
+		{"names are case-sensitive", `{"Kind":"ask","BODY":"x"}`, "Kind", nil},
+		{"a folded name is not the name", "{\"\u212aind\":\"ask\",\"body\":\"x\"}", "\u212aind", nil},
+		{"a name given twice", `{"kind":"inform","kind":"ask","body":"x"}`, "kind", nil},
+		{"a name given twice in from", `{"kind":"ask","body":"x","from":{"extension":"a","extension":"b"}}`, "from.extension", nil},
+		{"a control character in the body", `{"kind":"ask","body":"a\u0007b"}`, "body", nil},
+		{"a C1 control character", `{"kind":"ask","body":"a\u0085b"}`, "body", nil},
+		{"a bidi override in the body", `{"kind":"ask","body":"a\u202eb"}`, "body", nil},
+		{"an isolate in the provenance", `{"kind":"ask","body":"a","provenance":{"model":"m\u2066"}}`, "provenance.model", nil},
+		{"a body of format characters only", `{"kind":"ask","body":"\u200b \u200b"}`, "body", nil},
+		{"newline and tab are text", `{"kind":"ask","body":"a\n\tb"}`, "", nil},
+		{"an empty idempotency key", `{"kind":"ask","body":"a","idempotency_key":""}`, "idempotency_key", nil},
 		{"missing kind", `{"body":"a"}`, "kind", nil},
 		{"unknown kind", `{"kind":"vote","body":"a"}`, "kind", nil},
 		{"kind of wrong type", `{"kind":3,"body":"a"}`, "kind", nil},
@@ -66,7 +77,7 @@ func TestDecodeEnvelope(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			env, err := DecodeEnvelope([]byte(tc.in), lim, true)
+			env, _, err := DecodeEnvelope([]byte(tc.in), lim, true)
 			if tc.field == "" {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
@@ -117,7 +128,9 @@ func TestAwaitingAfter(t *testing.T) {
 		{"inform by someone else leaves it", waitBob, KindInform, carol, alice, alice, alice, false, waitBob},
 		{"ack by the awaited party clears", waitBob, KindAck, bob, alice, alice, alice, false, Awaiting{}},
 		{"ack by another extension leaves it", waitAlice, KindAck, aliceW, bob, alice, alice, false, waitAlice},
-		{"ack on an open call by another party clears", anyBut(alice), KindAck, bob, alice, alice, alice, false, Awaiting{}},
+		{"ack on an open call by another party leaves it (§11.6)", anyBut(alice), KindAck, bob, alice, alice, alice, false, anyBut(alice)},
+		{"inform on an open call leaves it (§11.6)", anyBut(alice), KindInform, carol, alice, alice, alice, false, anyBut(alice)},
+		{"a question in reply replaces an open call", anyBut(alice), KindClarify, bob, alice, alice, alice, false, waitAlice},
 		{"ack on an open call by its opener leaves it", anyBut(alice), KindAck, alice, bob, alice, alice, false, anyBut(alice)},
 		{"ack on a human call by a human clears", Awaiting{Scope: AwaitHuman}, KindAck, hana, bob, alice, alice, false, Awaiting{}},
 		{"ack on a human call by a model leaves it", Awaiting{Scope: AwaitHuman}, KindAck, bob, alice, alice, alice, false, Awaiting{Scope: AwaitHuman}},
@@ -126,7 +139,8 @@ func TestAwaitingAfter(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := awaitingAfter(tc.cur, tc.kind, tc.s, tc.parent, tc.asker, tc.creator, tc.newThread)
+			act, _ := actOf(tc.kind, true)
+			got := awaitingAfter(tc.cur, act, tc.newThread, turnParties{sender: tc.s, parent: tc.parent, asker: tc.asker, creator: tc.creator})
 			if got != tc.want {
 				t.Fatalf("awaiting = %+v, want %+v", got, tc.want)
 			}

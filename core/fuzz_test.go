@@ -21,7 +21,7 @@ func FuzzDecodeEnvelope(f *testing.F) {
 	}
 	lim := ReferenceLimits()
 	f.Fuzz(func(t *testing.T, data []byte) {
-		env, err := DecodeEnvelope(data, lim, true)
+		env, _, err := DecodeEnvelope(data, lim, true)
 		if err != nil {
 			r := AsRefusal(err)
 			if r.Reason != ReasonInvalidBody || r.Detail["field"] == "" || r.Detail["field"] == nil {
@@ -29,10 +29,10 @@ func FuzzDecodeEnvelope(f *testing.F) {
 			}
 			return
 		}
-		if !utf8.ValidString(env.Body) || strings.TrimSpace(env.Body) == "" || utf8.RuneCountInString(env.Body) > lim.Body || strings.ContainsRune(env.Body, 0) {
+		if !utf8.ValidString(env.Body) || !visible(env.Body) || checkText("body", env.Body) != nil || utf8.RuneCountInString(env.Body) > lim.Body || strings.ContainsRune(env.Body, 0) {
 			t.Fatalf("accepted body %q", env.Body)
 		}
-		if !coreKind(env.Kind) && !dialecticKind(env.Kind) {
+		if _, ok := actOf(env.Kind, true); !ok {
 			t.Fatalf("accepted kind %q", env.Kind)
 		}
 		if env.Thread < 0 || env.Parent < 0 || env.Claim < 0 || env.Thread > maxRef || (env.Thread == 0 && env.Parent != 0) {

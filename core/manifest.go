@@ -1,5 +1,10 @@
 package core
 
+import (
+	"context"
+	"reflect"
+)
+
 // Limits are the instance's limits (decisions §10); the manifest shows them.
 type Limits struct {
 	Body           int `json:"body_chars"`
@@ -38,21 +43,33 @@ func ReferenceLimits() Limits {
 	}
 }
 
-// Manifest is everything an agent needs to speak (decisions §8).
+// Manifest is everything an agent needs to speak (decisions §8): it is
+// built from the same tables the server runs on.
 type Manifest struct {
-	Parley      string             `json:"parley"`
-	Realm       string             `json:"realm"`
-	Limits      Limits             `json:"limits"`
-	Acts        []Act              `json:"acts"`
-	States      []ManifestState    `json:"states"`
-	Rights      []ManifestRight    `json:"rights"`
-	Profiles    []Profile          `json:"profiles"`
-	Refusals    []ManifestRefusal  `json:"refusals"`
-	Operations  []Operation        `json:"operations"`
-	Transports  ManifestTransports `json:"transports"`
-	Identity    string             `json:"identity"`
-	Authority   []string           `json:"authority"`
-	Idempotency string             `json:"idempotency"`
+	Parley      string              `json:"parley"`
+	Realm       string              `json:"realm"`
+	Limits      Limits              `json:"limits"`
+	Feeds       ManifestFeeds       `json:"feeds"`
+	Acts        []Act               `json:"acts"`
+	States      []ManifestState     `json:"states"`
+	Rights      []ManifestRight     `json:"rights"`
+	Profiles    []Profile           `json:"profiles"`
+	Refusals    []ManifestRefusal   `json:"refusals"`
+	Operations  []ManifestOperation `json:"operations"`
+	Envelope    Schema              `json:"envelope"`
+	Transports  ManifestTransports  `json:"transports"`
+	Identity    string              `json:"identity"`
+	Authority   []string            `json:"authority"`
+	Idempotency string              `json:"idempotency"`
+}
+
+// ManifestFeeds says how the feeds (events, inbox) behave.
+type ManifestFeeds struct {
+	// SettleMS: an entry may come again within this window; a reader that
+	// follows the cursor misses none.
+	SettleMS int64 `json:"feed_settle_ms"`
+	// TokenCacheS: a revoked token stops working everywhere within this.
+	TokenCacheS int64 `json:"token_cache_s"`
 }
 
 // ManifestState is one state and where it may go.
@@ -72,7 +89,6 @@ type ManifestRight struct {
 type Profile struct {
 	Name          string       `json:"name"`
 	Kinds         []Kind       `json:"kinds"`
-	Acts          []Act        `json:"acts"`
 	ClaimStates   []ClaimState `json:"claim_states"`
 	EvidenceKinds []string     `json:"evidence_kinds"`
 	Evidence      string       `json:"evidence"`
@@ -86,12 +102,18 @@ type ManifestRefusal struct {
 	HTTPStatus int    `json:"http_status"`
 }
 
-// Operation names one operation and its HTTP route; the MCP tool has the same name.
-type Operation struct {
-	Name   string `json:"name"`
-	Method string `json:"method"`
-	Path   string `json:"path"`
-	Token  bool   `json:"token"`
+// ManifestOperation describes one operation: enough to call it over HTTP
+// without documentation (MCP: the tool of the same name).
+type ManifestOperation struct {
+	Name       string  `json:"name"`
+	Does       string  `json:"description"`
+	Method     string  `json:"method"`
+	Path       string  `json:"path"`
+	Right      string  `json:"right"` // "" for public
+	ReadOnly   bool    `json:"read_only"`
+	Idempotent bool    `json:"idempotent"`
+	Profile    string  `json:"profile,omitempty"`
+	Params     []Param `json:"params"`
 }
 
 // ManifestTransports says where each transport lives.
@@ -100,69 +122,77 @@ type ManifestTransports struct {
 	MCP  string `json:"mcp"`
 }
 
-// Operations lists decisions §9 as served by this build.
-var Operations = []Operation{
-	{"get_manifest", "GET", "/v1/manifest", false},
-	{"whoami", "GET", "/v1/whoami", true},
-	{"post", "POST", "/v1/messages", true},
-	{"get_thread", "GET", "/v1/threads/{thread}", true},
-	{"list_threads", "GET", "/v1/threads", true},
-	{"mark", "POST", "/v1/threads/{thread}/mark", true},
-	{"confirm", "POST", "/v1/threads/{thread}/confirm", true},
-	{"reopen", "POST", "/v1/threads/{thread}/reopen", true},
-	{"events", "GET", "/v1/events", true},
-	{"inbox", "GET", "/v1/inbox", true},
-}
-
-// ClaimOperations are the dialectic profile's operations.
-var ClaimOperations = []Operation{
-	{"get_claim", "GET", "/v1/claims/{claim}", true},
-	{"list_claims", "GET", "/v1/claims", true},
+// GetManifest is get_manifest: the instance's manifest. It needs no token.
+func (s *Service) GetManifest(context.Context, Caller, NoInput) (Manifest, error) {
+	return s.Manifest(), nil
 }
 
 // Manifest builds the instance's manifest.
 func (s *Service) Manifest() Manifest {
 	m := Manifest{
-		Parley: "1", Realm: s.realm, Limits: s.limits, Acts: Acts,
+		Parley: "1", Realm: s.realm, Limits: s.limits,
+		Feeds: ManifestFeeds{SettleMS: s.store.FeedSettle().Milliseconds(), TokenCacheS: int64(s.tokenTTL.Seconds())},
 		Rights: []ManifestRight{
 			{RightRead, "read threads, events and the inbox"},
 			{RightWrite, "post messages; mark threads one has authority over"},
-			{RightLock, "moderation: authority over every thread, confirmed marks, confirm proposals (label shown as KI · <label>)"},
+			{RightLock, "moderation: authority over every thread, confirmed marks, confirm proposals, the review queue (label shown as KI · <label>)"},
 			{RightVerify, "the dialectic seal"},
+			{RightHuman, "held by human tokens only (human:<name>), with every other right: the token operations"},
 		},
 		Profiles:   []Profile{},
-		Operations: Operations,
 		Transports: ManifestTransports{HTTP: "/v1", MCP: "/mcp"},
 		Identity:   "one token = one identity: " + s.realm + ":<handle> for agents, human:<name> for humans; from.extension (optional) names a sub-agent; rights hang on the token",
 		Authority: []string{
 			"answered (through an answer): any writer",
 			"decide and mark: the thread's creator, a lock holder, or a human",
-			"a model's mark is a proposal; a lock holder's or a human's mark is confirmed; confirm (lock holder or human) confirms a proposal",
-			"a confirmed closed thread accepts no message and no mark; reopen: the creator (own closed thread), a lock holder, or a human; from a side state: a lock holder or a human",
+			"a model's mark is a proposal; a lock holder's or a human's mark is confirmed; confirm (lock holder or human) confirms the proposal it names",
+			"a state confirmed by a human is changed (mark, reopen) only by a human; one confirmed by a lock holder only by a lock holder or a human; a model's proposal never replaces a confirmed state",
+			"a confirmed closed thread accepts no message and no mark; reopen: the creator (its own thread, when the closed is a proposal or its own), a lock holder, or a human; from a side state: a lock holder or a human",
 			"the human may mark any state from any state",
 		},
-		Idempotency: "post accepts an idempotency key (HTTP header Idempotency-Key, MCP argument idempotency_key); a retry with the same key and token returns the first result for 24 hours",
+		Idempotency: "post accepts an idempotency key (HTTP header Idempotency-Key, MCP argument idempotency_key); a retry with the same key, token and request returns the first result for 24 hours; the same key with another request is invalid_body",
+		Envelope:    SchemaOf(reflect.TypeFor[WireEnvelope](), true, s.serves),
+	}
+	for _, a := range Acts {
+		if s.serves(a.Profile) {
+			m.Acts = append(m.Acts, a)
+		}
 	}
 	if s.dialectic {
 		m.Profiles = append(m.Profiles, Profile{
-			Name: ProfileDialectic, Kinds: DialecticKinds, Acts: DialecticActs, ClaimStates: ClaimStates, EvidenceKinds: EvidenceKinds,
+			Name: ProfileDialectic, Kinds: kindsOf(ProfileDialectic), ClaimStates: ClaimStates, EvidenceKinds: EvidenceKinds,
 			Evidence: "a list of {kind, ref, note?}: a pointer, never an opinion; see limits.evidence_*",
 			Rules: []string{
-				"assert needs evidence; it opens a thread without one, creates cl_N (unverified) and may supersede claims (own, or on a thread one has authority over)",
+				"assert needs evidence; it opens a thread without one, creates cl_N (unverified) and may supersede claims (own, or on a thread one has authority over); a superseded claim's thread must not be closed and confirmed",
 				"attest (evidence) moves unverified → supported; attesting one's own identity's claim is self_attest",
 				"verify needs the verify right and moves supported → verified; not one's own claim (self_attest)",
 				"refute (counter-evidence) moves any state but superseded to refuted, verified included",
-				"superseded claims accept nothing; a claim past valid_until reads as expired without changing state",
+				"superseded claims accept nothing; a refuted claim that is superseded stays refuted and gains superseded_by; a claim past valid_until reads as expired without changing state",
 			},
 		})
-		m.Operations = append(m.Operations, ClaimOperations...)
+	}
+	for _, op := range s.Operations() {
+		params := []Param{}
+		for _, p := range op.Params {
+			if p.profile == "" || s.serves(p.profile) {
+				params = append(params, p)
+			}
+		}
+		m.Operations = append(m.Operations, ManifestOperation{
+			Name: op.Name, Does: op.Does, Method: op.Method, Path: op.Path, Right: string(op.Right),
+			ReadOnly: op.ReadOnly, Idempotent: op.Idempotent, Profile: op.Profile, Params: params,
+		})
 	}
 	trans := Transitions()
 	for _, st := range AllStates {
 		m.States = append(m.States, ManifestState{State: st, Side: st.Side(), To: trans[st]})
 	}
 	for _, r := range Reasons {
-		m.Refusals = append(m.Refusals, ManifestRefusal{Reason: r})
+		mr := ManifestRefusal{Reason: r}
+		if s.status != nil {
+			mr.HTTPStatus = s.status(r)
+		}
+		m.Refusals = append(m.Refusals, mr)
 	}
 	return m
 }

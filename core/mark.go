@@ -2,36 +2,59 @@ package core
 
 import "context"
 
-// Mark sets a thread's state (decisions §4).
-func (s *Service) Mark(ctx context.Context, c Caller, thread int64, target string) (ThreadState, error) {
-	if err := need(c, RightWrite); err != nil {
-		return ThreadState{}, err
-	}
-	to := State(target)
-	if !to.Valid() {
-		return ThreadState{}, Invalid("state", "state must be one of answered, decided, closed, deferred, obsolete, rejected")
-	}
-	if to == StateOpen && !c.Human() {
-		return ThreadState{}, Invalid("state", "open is reached through reopen")
-	}
-	return s.change(ctx, c, thread, OpMark, to)
+// MarkInput is mark's input.
+type MarkInput struct {
+	Thread ThreadRef `json:"thread" in:"path" required:"true" doc:"the thread: th_N"`
+	State  State     `json:"state" required:"true" doc:"the target state: answered, decided, closed, deferred, obsolete or rejected (open only for humans; others use reopen)"`
 }
 
-// Confirm confirms the thread's current proposal as it stands.
-func (s *Service) Confirm(ctx context.Context, c Caller, thread int64) (ThreadState, error) {
-	return s.change(ctx, c, thread, OpConfirm, "")
+// Mark sets a thread's state (decisions §4, §11.5).
+//
+// Refusals: invalid_body, thread_not_found, thread_authority_missing,
+// invalid_transition, thread_closed, unavailable.
+func (s *Service) Mark(ctx context.Context, c Caller, in MarkInput) (ThreadState, error) {
+	if !in.State.Valid() {
+		return ThreadState{}, Invalid("state", "state must be one of answered, decided, closed, deferred, obsolete, rejected")
+	}
+	if in.State == StateOpen && !c.Human() {
+		return ThreadState{}, Invalid("state", "open is reached through reopen")
+	}
+	return s.change(ctx, c, int64(in.Thread), OpMark, in.State)
+}
+
+// ConfirmInput is confirm's input: the state the moderator saw.
+type ConfirmInput struct {
+	Thread ThreadRef `json:"thread" in:"path" required:"true" doc:"the thread: th_N"`
+	State  State     `json:"state" required:"true" doc:"the proposed state you saw and confirm; if the proposal changed meanwhile nothing is confirmed"`
+}
+
+// Confirm confirms the thread's current proposal, if it is the state the
+// moderator saw (decisions §11.5).
+//
+// Refusals: invalid_body, thread_not_found, thread_authority_missing,
+// invalid_transition, thread_closed, unavailable.
+func (s *Service) Confirm(ctx context.Context, c Caller, in ConfirmInput) (ThreadState, error) {
+	if !in.State.Valid() {
+		return ThreadState{}, Invalid("state", "state must name a state")
+	}
+	return s.change(ctx, c, int64(in.Thread), OpConfirm, in.State)
+}
+
+// ReopenInput is reopen's input.
+type ReopenInput struct {
+	Thread ThreadRef `json:"thread" in:"path" required:"true" doc:"the thread: th_N"`
 }
 
 // Reopen sets a closed or side-state thread open again.
-func (s *Service) Reopen(ctx context.Context, c Caller, thread int64) (ThreadState, error) {
-	return s.change(ctx, c, thread, OpReopen, StateOpen)
+//
+// Refusals: invalid_body, thread_not_found, thread_authority_missing,
+// invalid_transition, unavailable.
+func (s *Service) Reopen(ctx context.Context, c Caller, in ReopenInput) (ThreadState, error) {
+	return s.change(ctx, c, int64(in.Thread), OpReopen, StateOpen)
 }
 
 // change runs one state operation as a conditional write with retries.
 func (s *Service) change(ctx context.Context, c Caller, thread int64, op Op, to State) (ThreadState, error) {
-	if err := need(c, RightWrite); err != nil {
-		return ThreadState{}, err
-	}
 	var res ThreadState
 	err := s.retry(ctx, func(current *Thread) error {
 		var th Thread

@@ -24,15 +24,9 @@ import (
 // message_not_found, claim_not_found, thread_closed, self_reply,
 // self_attest, thread_authority_missing, invalid_transition,
 // limit_exceeded, unavailable.
-func (s *Service) Post(ctx context.Context, c Caller, envelope []byte, idemKey string) (PostResult, error) {
-	if err := need(c, RightWrite); err != nil {
-		return PostResult{}, err
-	}
-	env, err := DecodeEnvelope(envelope, s.limits, s.dialectic)
-	if err != nil {
-		return PostResult{}, err
-	}
-	idem, err := s.idempotencyKey(c, env, idemKey)
+func (s *Service) Post(ctx context.Context, c Caller, in PostInput) (PostResult, error) {
+	env := in.env
+	idem, err := s.idempotencyKey(c, env, in.key)
 	if err != nil {
 		return PostResult{}, err
 	}
@@ -86,6 +80,31 @@ func (s *Service) Post(ctx context.Context, c Caller, envelope []byte, idemKey s
 		return PostResult{}, Unavailable(time.Second, errors.New("idempotency record vanished"))
 	}
 	return res, err
+}
+
+// PostInput is post's input: the envelope, and the idempotency key
+// (idempotency_key: the MCP argument, the HTTP header Idempotency-Key).
+type PostInput struct {
+	env Envelope
+	key string
+}
+
+func (in *PostInput) decode(s *Service, data []byte) (err error) {
+	in.env, in.key, err = DecodeEnvelope(data, s.limits, s.dialectic)
+	return err
+}
+
+// PostJSON posts an envelope given as JSON, for Go callers that hold the
+// write right (the transports go through Call).
+func (s *Service) PostJSON(ctx context.Context, c Caller, envelope []byte) (PostResult, error) {
+	if err := need(c, RightWrite); err != nil {
+		return PostResult{}, err
+	}
+	var in PostInput
+	if err := in.decode(s, envelope); err != nil {
+		return PostResult{}, err
+	}
+	return s.Post(ctx, c, in)
 }
 
 type postIDs struct{ thread, claim int64 }
@@ -155,6 +174,7 @@ func (s *Service) replay(ctx context.Context, idem *Idempotency) (PostResult, bo
 type draft struct {
 	c         Caller
 	env       Envelope
+	act       Act
 	sender    Party
 	now       time.Time
 	prev      Thread // the thread as read (zero for a new thread)
@@ -169,7 +189,8 @@ type draft struct {
 // postOnce is one attempt: read (or take current), decide, write. A lost
 // race returns a *Conflict and the caller runs it again.
 func (s *Service) postOnce(ctx context.Context, c Caller, env Envelope, ids postIDs, idem *Idempotency, current *Thread, parent **Message) (PostResult, error) {
-	d := &draft{c: c, env: env, sender: Party{Identity: c.Identity, Extension: env.Extension}, now: s.clock.Now().UTC()}
+	act, _ := actOf(env.Kind, s.dialectic)
+	d := &draft{c: c, env: env, act: act, sender: Party{Identity: c.Identity, Extension: env.Extension}, now: s.clock.Now().UTC()}
 	if err := s.resolveClaim(ctx, d); err != nil {
 		return PostResult{}, err
 	}
@@ -274,10 +295,10 @@ func (s *Service) reply(ctx context.Context, d *draft, current *Thread, parent *
 	d.commit.PrevVersion = d.prev.Version
 	d.msg = Message{ID: MessageID(d.prev.ID, d.next.Messages), Thread: d.prev.ID, Parent: d.parent.ID, Depth: d.parent.Depth + 1, Asker: d.parent.Asker}
 	if d.env.Kind == KindAsk {
-		d.msg.Asker = d.sender
+		d.msg.Asker = d.sender // the nearest ask at or above is this one
 	}
 	d.fill()
-	if op, ok := actMark(d.env.Kind); ok {
+	if op := d.act.Marks; op != "" {
 		out, err := Decide(RoleOf(d.c, d.prev.Creator.Identity), d.prev.current(), op, "")
 		if err != nil {
 			return err
@@ -296,22 +317,11 @@ func (s *Service) reply(ctx context.Context, d *draft, current *Thread, parent *
 	return nil
 }
 
-// actMark is the mark an act carries (decisions §3, §4).
-func actMark(k Kind) (Op, bool) {
-	switch k {
-	case KindAnswer:
-		return OpAnswer, true
-	case KindDecide:
-		return OpDecide, true
-	}
-	return "", false
-}
-
 // claims drafts the claim writes: the one asserted and those it
 // supersedes, or the one acted on.
 func (s *Service) claims(ctx context.Context, d *draft, claimID int64) error {
 	switch {
-	case d.env.Kind == KindAssert:
+	case d.act.Claim == ClaimMakes:
 		cl := Claim{
 			ID: claimID, Thread: d.msg.Thread, ThreadCreator: d.next.Creator.Identity, Message: d.msg.ID, Author: d.sender,
 			Body: d.env.Body, Evidence: d.env.Evidence, ValidUntil: d.env.ValidUntil, State: ClaimUnverified, Version: 1,
@@ -355,12 +365,12 @@ func (s *Service) turn(d *draft, newThread bool) {
 	if askAuthor == (Party{}) {
 		askAuthor = d.parent.From // no ask above: the answer goes to whom it replies to
 	}
-	var claimAuthor []Party
+	p := turnParties{sender: d.sender, parent: d.parent.From, asker: askAuthor, creator: d.next.Creator}
 	if d.target != nil {
-		claimAuthor = []Party{d.target.Author}
+		p.claimAuthor = d.target.Author
 	}
-	aw := awaitingAfter(d.next.Awaiting, d.env.Kind, d.sender, d.parent.From, askAuthor, d.next.Creator, newThread, claimAuthor...)
-	if newThread || aw != d.next.Awaiting || expectsReply(d.env.Kind, newThread) {
+	aw := awaitingAfter(d.next.Awaiting, d.act, newThread, p)
+	if newThread || aw != d.next.Awaiting || d.act.expectsReply(newThread) {
 		d.next.AwaitingVersion, d.next.AwaitingMsg = d.next.Version, d.msg.ID
 	}
 	d.next.Awaiting = aw
@@ -374,7 +384,7 @@ func (s *Service) checkReply(d *draft) error {
 		return refuse(ReasonThreadClosed, "the thread is closed and confirmed; it accepts no message until reopened").with("thread", ThreadKey(th.ID))
 	}
 	if d.target != nil {
-		if err := checkClaimAct(d.c, *d.target, d.env.Kind); err != nil {
+		if err := checkClaimAct(d.c, *d.target, d.act); err != nil {
 			return err
 		}
 	}
@@ -387,21 +397,10 @@ func (s *Service) checkReply(d *draft) error {
 	if th.Messages >= s.limits.ThreadMessages {
 		return refuse(ReasonLimitExceeded, "the thread holds its limit of %d messages", s.limits.ThreadMessages).with("limit", "messages").with("value", s.limits.ThreadMessages)
 	}
-	if s.limits.Exchange > 0 && !dampingExempt(d.env.Kind) && exchangeLocked(th.Recent, sender, s.limits.Exchange) {
+	if s.limits.Exchange > 0 && !d.act.Exempt && exchangeLocked(th.Recent, sender, s.limits.Exchange) {
 		return exchangeRefusal(s.limits.Exchange)
 	}
 	return nil
-}
-
-// expectsReply reports whether the act sets awaiting anew (decisions §3, §7).
-func expectsReply(k Kind, newThread bool) bool {
-	switch k {
-	case KindAsk, KindAnswer, KindClarify, KindPropose, KindObject, KindEscalate, KindRefute:
-		return true
-	case KindAssert:
-		return newThread
-	}
-	return false
 }
 
 // readParent reads the thread and the effective parent: the given one, or
@@ -447,12 +446,22 @@ func (s *Service) apply(t *Thread, c Caller, out Outcome, cause string, now time
 	t.StateBy = c.Identity
 	t.StateAt = now
 	t.StateMsg = 0
-	t.ConfirmedAt = nil
+	t.ConfirmedAt, t.ConfirmedBy = nil, ByNone
 	if out.Confirmed {
-		t.ConfirmedAt = &now
+		t.ConfirmedAt, t.ConfirmedBy = &now, out.By
 	}
-	if t.Locked() && t.Awaiting.Scope != AwaitNone {
-		t.Awaiting = Awaiting{} // a confirmed closed clears awaiting
+	// Awaiting follows the state (decisions §11.6): a thread that is
+	// decided, closed or set aside awaits nobody; one opened again is an
+	// open call to everyone but whoever opened it.
+	aw := t.Awaiting
+	switch {
+	case out.To == StateDecided || out.To == StateClosed || out.To.Side():
+		aw = Awaiting{}
+	case out.To == StateOpen && from != StateOpen:
+		aw = Awaiting{Scope: AwaitAny, Party: Party{Identity: c.Identity}}
+	}
+	if aw != t.Awaiting {
+		t.Awaiting = aw
 		t.AwaitingVersion, t.AwaitingMsg = t.Version, 0
 	}
 	return &Event{Thread: t.ID, Seq: t.Version, From: from, To: out.To, Origin: t.Origin, Actor: c.Identity, Label: t.Label, At: now, Confirmed: out.Confirmed, Cause: cause}

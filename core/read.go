@@ -9,11 +9,11 @@ import (
 	"strings"
 )
 
-// GetThreadQuery is get_thread's input.
-type GetThreadQuery struct {
-	Thread int64
-	Cursor string
-	Limit  int
+// GetThreadInput is get_thread's input.
+type GetThreadInput struct {
+	Thread ThreadRef `json:"thread" in:"path" required:"true" doc:"the thread: th_N"`
+	Cursor string    `json:"cursor" doc:"the cursor of the previous page, to continue"`
+	Limit  PageLimit `json:"limit" doc:"messages per page, default 200, at most 500"`
 }
 
 // GetThread returns a thread's state and a page of its messages in order of
@@ -21,11 +21,13 @@ type GetThreadQuery struct {
 // stops early when its messages would make the response too large to
 // carry on either transport.
 //
-// Refusals: token_right_missing, invalid_body, thread_not_found.
-func (s *Service) GetThread(ctx context.Context, c Caller, q GetThreadQuery) (ThreadView, error) {
-	if err := need(c, RightRead); err != nil {
-		return ThreadView{}, err
-	}
+// Refusals: invalid_body, thread_not_found, unavailable.
+func (s *Service) GetThread(ctx context.Context, c Caller, in GetThreadInput) (ThreadView, error) {
+	q := struct {
+		Thread int64
+		Cursor string
+		Limit  int
+	}{int64(in.Thread), in.Cursor, int(in.Limit)}
 	after, err := decodeIDCursor("cursor", "messages", q.Cursor)
 	if err != nil {
 		return ThreadView{}, err
@@ -76,23 +78,24 @@ func (s *Service) page(limit int) int {
 	return pageSize(limit, s.limits.PageDefault, s.limits.PageMax)
 }
 
-// ListThreadsQuery is list_threads' input.
-type ListThreadsQuery struct {
-	State  string
-	Cursor string
-	Limit  int
+// ListThreadsInput is list_threads' input.
+type ListThreadsInput struct {
+	State  State     `json:"state" doc:"only threads in this state"`
+	Cursor string    `json:"cursor" doc:"the cursor of the previous page, to continue"`
+	Limit  PageLimit `json:"limit" doc:"page size, default 50, at most 200"`
 }
 
 // ListThreads pages through threads, newest first, optionally in one state.
 //
-// Refusals: token_right_missing, invalid_body.
-func (s *Service) ListThreads(ctx context.Context, c Caller, q ListThreadsQuery) (ThreadPage, error) {
-	if err := need(c, RightRead); err != nil {
-		return ThreadPage{}, err
-	}
-	st := State(q.State)
-	if q.State != "" && !st.Valid() {
-		return ThreadPage{}, Invalid("state", "unknown state %q", q.State)
+// Refusals: invalid_body, unavailable.
+func (s *Service) ListThreads(ctx context.Context, c Caller, in ListThreadsInput) (ThreadPage, error) {
+	q := struct {
+		Cursor string
+		Limit  int
+	}{in.Cursor, int(in.Limit)}
+	st := in.State
+	if st != "" && !st.Valid() {
+		return ThreadPage{}, Invalid("state", "unknown state %q", st)
 	}
 	after, err := decodeIDCursor("cursor", "threads", q.Cursor)
 	if err != nil {
@@ -109,11 +112,11 @@ func (s *Service) ListThreads(ctx context.Context, c Caller, q ListThreadsQuery)
 	return page, nil
 }
 
-// EventsQuery is events' input.
-type EventsQuery struct {
-	Thread int64 // 0: the whole instance
-	Since  string
-	Limit  int
+// EventsInput is events' input.
+type EventsInput struct {
+	Thread ThreadRef `json:"thread" doc:"only this thread's events; omit for the whole instance"`
+	Since  string    `json:"since" doc:"the cursor of an earlier reply: only newer events come back"`
+	Limit  PageLimit `json:"limit" doc:"page size, default 50, at most 200"`
 }
 
 // Events returns the state changes after a cursor, oldest first. The cursor
@@ -121,11 +124,13 @@ type EventsQuery struct {
 // thread's events are exact; the instance's feed may repeat an event within
 // the settle window (decisions §11.11) — (thread, seq) identifies it.
 //
-// Refusals: token_right_missing, invalid_body, thread_not_found.
-func (s *Service) Events(ctx context.Context, c Caller, q EventsQuery) (EventPage, error) {
-	if err := need(c, RightRead); err != nil {
-		return EventPage{}, err
-	}
+// Refusals: invalid_body, thread_not_found, unavailable.
+func (s *Service) Events(ctx context.Context, c Caller, in EventsInput) (EventPage, error) {
+	q := struct {
+		Thread int64
+		Since  string
+		Limit  int
+	}{int64(in.Thread), in.Since, int(in.Limit)}
 	var evs []Event
 	var cursor string
 	if q.Thread != 0 {
@@ -175,11 +180,11 @@ func (s *Service) Events(ctx context.Context, c Caller, q EventsQuery) (EventPag
 	return page, nil
 }
 
-// InboxQuery is inbox's input.
-type InboxQuery struct {
-	Extension *string // nil: every extension of the caller's identity
-	Since     string
-	Limit     int
+// InboxInput is inbox's input.
+type InboxInput struct {
+	Extension *string   `json:"extension" doc:"narrow to this extension of your identity (\"\" is the default one); also hides open calls you opened with it"`
+	Since     string    `json:"since" doc:"the cursor of an earlier reply: only turns that came since"`
+	Limit     PageLimit `json:"limit" doc:"page size, default 50, at most 200"`
 }
 
 // Inbox lists the threads whose awaiting names the caller (decisions §5,
@@ -190,11 +195,13 @@ type InboxQuery struct {
 // may come again within the settle window; its (id, awaiting_version)
 // identifies the turn.
 //
-// Refusals: token_right_missing, invalid_body.
-func (s *Service) Inbox(ctx context.Context, c Caller, q InboxQuery) (InboxPage, error) {
-	if err := need(c, RightRead); err != nil {
-		return InboxPage{}, err
-	}
+// Refusals: invalid_body, unavailable.
+func (s *Service) Inbox(ctx context.Context, c Caller, in InboxInput) (InboxPage, error) {
+	q := struct {
+		Extension *string
+		Since     string
+		Limit     int
+	}{in.Extension, in.Since, int(in.Limit)}
 	self := Party{Identity: c.Identity}
 	if q.Extension != nil {
 		if *q.Extension != "" && !ValidHandle(*q.Extension) {

@@ -34,6 +34,9 @@ type Options struct {
 	// Profiles switches optional profiles on; nil means every profile
 	// ("dialectic"), an empty non-nil slice none.
 	Profiles []string
+	// HTTPStatus gives a refusal reason's HTTP status, for the manifest;
+	// the table lives with the transports (infra/refusal).
+	HTTPStatus func(Reason) int
 }
 
 // Service is the one implementation of every operation. Both transports call
@@ -48,6 +51,7 @@ type Service struct {
 	tokens     *tokenCache
 	tokenTTL   time.Duration
 	rate       *rateBudget
+	status     func(Reason) int
 	// dialectic is true when the dialectic profile is on.
 	dialectic bool
 }
@@ -79,7 +83,7 @@ func NewService(store Store, o Options) (*Service, error) {
 		o.IdempotencyTTL = 24 * time.Hour
 	}
 	s := &Service{store: store, realm: o.Realm, limits: o.Limits, clock: o.Clock, contention: o.Contention,
-		idemTTL: o.IdempotencyTTL, tokenTTL: o.TokenCacheTTL, dialectic: o.Profiles == nil}
+		idemTTL: o.IdempotencyTTL, tokenTTL: o.TokenCacheTTL, dialectic: o.Profiles == nil, status: o.HTTPStatus}
 	for _, p := range o.Profiles {
 		switch p {
 		case ProfileDialectic:
@@ -130,12 +134,22 @@ func (s *Service) retry(ctx context.Context, try func(current *Thread) error) er
 	}
 }
 
+// need is the right check of decisions §11.2, made by Call for every
+// operation before its input is read.
 func need(c Caller, r Right) error {
-	if !c.Has(r) {
+	switch {
+	case c.Identity == "":
+		return refuse(ReasonUnauthenticated, "a bearer token is required")
+	case r == RightHuman && !c.Human():
+		return refuse(ReasonTokenRightMissing, "only a human may do this").with("right", r)
+	case !c.Has(r):
 		return refuse(ReasonTokenRightMissing, "this token lacks the %s right", r).with("right", r)
 	}
 	return nil
 }
+
+// NoInput is the input of an operation that takes none: {} or nothing.
+type NoInput struct{}
 
 // loadThread reads a thread, turning a missing one into thread_not_found.
 func (s *Service) loadThread(ctx context.Context, id int64) (Thread, error) {
@@ -147,7 +161,9 @@ func (s *Service) loadThread(ctx context.Context, id int64) (Thread, error) {
 }
 
 // WhoAmI describes the caller.
-func (s *Service) WhoAmI(_ context.Context, c Caller) (Whoami, error) {
+//
+// Refusals: unauthenticated.
+func (s *Service) WhoAmI(_ context.Context, c Caller, _ NoInput) (Whoami, error) {
 	rights := c.Rights
 	if c.Human() {
 		rights = AllRights

@@ -85,11 +85,60 @@ const (
 	OpReopen  Op = "reopen"
 )
 
+// Confirmer says who confirmed a thread's state (decisions §11.5): what
+// it takes to change it again.
+type Confirmer string
+
+const (
+	// ByNone: a proposal, or a state no authority confirmed (a thread's
+	// first open): any mark with authority may change it.
+	ByNone Confirmer = ""
+	// ByLock: confirmed by a lock holder: a lock holder or a human may change it.
+	ByLock Confirmer = "lock"
+	// ByHuman: confirmed by a human: only a human may change it.
+	ByHuman Confirmer = "human"
+)
+
+// rank orders confirmers and roles on one scale: what a role may change.
+func (c Confirmer) rank() int {
+	switch c {
+	case ByLock:
+		return 1
+	case ByHuman:
+		return 2
+	}
+	return 0
+}
+
+func (r Role) rank() int {
+	switch r {
+	case RoleLock:
+		return 1
+	case RoleHuman:
+		return 2
+	}
+	return 0
+}
+
+// confirmer is what a role's confirmed mark makes of the state.
+func (r Role) confirmer() Confirmer {
+	switch r {
+	case RoleLock:
+		return ByLock
+	case RoleHuman:
+		return ByHuman
+	}
+	return ByNone
+}
+
 // Current is the part of a thread the transition rule looks at.
 type Current struct {
 	State     State
 	Confirmed bool
+	By        Confirmer // who confirmed it (ByNone for a proposal)
 }
+
+func (c Current) locked() bool { return c.State == StateClosed && c.Confirmed }
 
 // Outcome is what a permitted change does. Change false means the request is
 // accepted but the state stays as it is (an answer on a thread that is not
@@ -98,6 +147,7 @@ type Outcome struct {
 	Change    bool
 	To        State
 	Confirmed bool
+	By        Confirmer
 }
 
 // step is the transition table for everyone but the human's re-mark:
@@ -122,19 +172,36 @@ func step(cur Current, to State) bool {
 	return d == 1 || d == 2
 }
 
-// Decide is the one rule for who may change what (decisions §4). It is called
-// for every state-changing act and operation on both transports.
+// Decide is the one rule for who may change what (decisions §4, §11.5). It
+// is called for every state-changing act and operation on both transports.
+// to is the target of a mark, and for confirm the proposal the moderator saw.
 func Decide(role Role, cur Current, op Op, to State) (Outcome, error) {
-	confirmed := role >= RoleLock
-	if cur.State == StateClosed && cur.Confirmed && op != OpReopen {
+	if cur.locked() && op != OpReopen {
 		return Outcome{}, refuse(ReasonThreadClosed, "the thread is closed and confirmed; reopen it first")
+	}
+	// A confirmed state is changed only by whoever may change what
+	// confirmed it: a human's only by a human, a lock holder's by a lock
+	// holder or a human. A model's proposal never replaces it.
+	outranked := cur.Confirmed && cur.By.rank() > role.rank()
+	outrankedBy := func() error {
+		who := map[Confirmer]string{ByLock: "a lock holder", ByHuman: "a human"}[cur.By]
+		allowed := map[Confirmer]string{ByLock: "a lock holder or a human", ByHuman: "a human"}[cur.By]
+		return refuse(ReasonThreadAuthorityMissing, "the state %s was confirmed by %s; only %s may change it", cur.State, who, allowed).
+			with("state", cur.State).with("confirmed_by", cur.By)
+	}
+	ok := func(to State) (Outcome, error) {
+		out := Outcome{Change: true, To: to, Confirmed: role >= RoleLock}
+		if out.Confirmed {
+			out.By = role.confirmer()
+		}
+		return out, nil
 	}
 	switch op {
 	case OpAnswer:
-		if cur.State != StateOpen {
-			return Outcome{}, nil
+		if cur.State != StateOpen || outranked {
+			return Outcome{}, nil // the answer is a message; it marks nothing here
 		}
-		return Outcome{Change: true, To: StateAnswered, Confirmed: confirmed}, nil
+		return ok(StateAnswered)
 	case OpDecide, OpMark:
 		if op == OpDecide {
 			to = StateDecided
@@ -142,34 +209,43 @@ func Decide(role Role, cur Current, op Op, to State) (Outcome, error) {
 		if role < RoleCreator {
 			return Outcome{}, refuse(ReasonThreadAuthorityMissing, "only the thread's creator, a lock holder or a human may mark this thread")
 		}
+		if outranked {
+			return Outcome{}, outrankedBy()
+		}
 		if op == OpDecide && cur.State == StateDecided {
 			return Outcome{}, nil
 		}
 		if role == RoleHuman {
 			// The human may re-mark any state from any state; a mark that
 			// would change nothing is not a change.
-			if to == cur.State && cur.Confirmed {
+			if to == cur.State && cur.Confirmed && cur.By == ByHuman {
 				return Outcome{}, refuse(ReasonInvalidTransition, "the thread is already %s", to).with("from", cur.State).with("to", to)
 			}
-			return Outcome{Change: true, To: to, Confirmed: true}, nil
+			return ok(to)
 		}
 		if to == StateOpen || !step(cur, to) {
 			return Outcome{}, refuse(ReasonInvalidTransition, "%s cannot move to %s", cur.State, to).with("from", cur.State).with("to", to)
 		}
-		return Outcome{Change: true, To: to, Confirmed: confirmed}, nil
+		return ok(to)
 	case OpConfirm:
 		if role < RoleLock {
 			return Outcome{}, refuse(ReasonThreadAuthorityMissing, "only a lock holder or a human may confirm")
 		}
 		if cur.Confirmed {
-			return Outcome{}, refuse(ReasonInvalidTransition, "there is no proposal to confirm").with("from", cur.State).with("to", cur.State)
+			return Outcome{}, refuse(ReasonInvalidTransition, "there is no proposal to confirm").with("from", cur.State).with("to", to)
 		}
-		return Outcome{Change: true, To: cur.State, Confirmed: true}, nil
+		if to != cur.State {
+			return Outcome{}, refuse(ReasonInvalidTransition, "the proposal is now %s, not %s; nothing was confirmed", cur.State, to).with("from", cur.State).with("to", to)
+		}
+		return ok(cur.State)
 	case OpReopen:
 		switch {
 		case cur.State == StateClosed:
 			if role < RoleCreator {
 				return Outcome{}, refuse(ReasonThreadAuthorityMissing, "only the creator, a lock holder or a human may reopen a closed thread")
+			}
+			if role == RoleCreator && cur.Confirmed {
+				return Outcome{}, refuse(ReasonThreadAuthorityMissing, "the creator reopens only a closed that is a proposal; this one was confirmed").with("confirmed_by", cur.By)
 			}
 		case cur.State.Side():
 			if role < RoleLock {
@@ -178,7 +254,10 @@ func Decide(role Role, cur Current, op Op, to State) (Outcome, error) {
 		default:
 			return Outcome{}, refuse(ReasonInvalidTransition, "only a closed thread or one in a side state can be reopened").with("from", cur.State).with("to", StateOpen)
 		}
-		return Outcome{Change: true, To: StateOpen, Confirmed: confirmed}, nil
+		if outranked {
+			return Outcome{}, outrankedBy()
+		}
+		return ok(StateOpen)
 	}
 	return Outcome{}, refuse(ReasonInvalidBody, "unknown operation %q", op)
 }

@@ -19,6 +19,7 @@ type Thread struct {
 	State       State
 	Origin      Origin
 	ConfirmedAt *time.Time // nil while the state is a proposal
+	ConfirmedBy Confirmer  // who confirmed it: what it takes to change it
 	Label       string     // "KI · <label>" when a lock holder set the state
 	StateBy     string     // identity that set the state
 	StateAt     time.Time
@@ -42,7 +43,9 @@ type Thread struct {
 	Recent []Party
 }
 
-func (t Thread) current() Current { return Current{State: t.State, Confirmed: t.ConfirmedAt != nil} }
+func (t Thread) current() Current {
+	return Current{State: t.State, Confirmed: t.ConfirmedAt != nil, By: t.ConfirmedBy}
+}
 
 // Why the review queue holds a thread (decisions §11.9).
 const (

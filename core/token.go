@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Token is a stored bearer token. The secret itself is never stored: only
@@ -64,8 +65,11 @@ func (s TokenSpec) validate(realm string) ([]Right, error) {
 	if IsHuman(s.Identity) {
 		rights = append([]Right(nil), AllRights...) // a human implies every right
 	}
-	if len(s.Label) > 32 {
+	if utf8.RuneCountInString(s.Label) > 32 {
 		return nil, Invalid("label", "label is limited to 32 characters")
+	}
+	if err := checkText("label", s.Label); err != nil {
+		return nil, err
 	}
 	return rights, nil
 }
@@ -105,53 +109,46 @@ func (s *Service) ImportToken(ctx context.Context, secret string, spec TokenSpec
 	return t, nil
 }
 
-// needHuman is the right of the token operations: humans only.
-func needHuman(c Caller) error {
-	if !c.Human() {
-		return refuse(ReasonTokenRightMissing, "only a human may manage tokens").with("right", "human")
-	}
-	return nil
+// CreateTokenInput is create_token's input.
+type CreateTokenInput struct {
+	Identity string   `json:"identity" required:"true" doc:"<realm>:<handle> for an agent, human:<name> for a human"`
+	Rights   []string `json:"rights" doc:"any of read, write, lock, verify (a human holds every right)"`
+	Label    string   `json:"label" doc:"the lock holder's label, shown as KI · <label>; at most 32 characters"`
 }
 
 // IssueToken is create_token (decisions §11.10): a human mints a token for
 // an identity of this realm or a human; the secret is in the answer once.
 //
-// Refusals: token_right_missing, invalid_body.
-func (s *Service) IssueToken(ctx context.Context, c Caller, spec TokenSpec) (NewToken, error) {
-	if err := needHuman(c); err != nil {
-		return NewToken{}, err
-	}
-	secret, t, err := s.CreateToken(ctx, spec)
+// Refusals: token_right_missing, invalid_body, unavailable.
+func (s *Service) IssueToken(ctx context.Context, c Caller, in CreateTokenInput) (NewToken, error) {
+	secret, t, err := s.CreateToken(ctx, TokenSpec{Identity: in.Identity, Rights: in.Rights, Label: in.Label})
 	if err != nil {
 		return NewToken{}, err
 	}
 	return NewToken{TokenView: viewToken(t), Secret: secret}, nil
 }
 
-// ListTokensQuery is list_tokens' input.
-type ListTokensQuery struct {
-	Cursor string
-	Limit  int
+// ListTokensInput is list_tokens' input.
+type ListTokensInput struct {
+	Cursor string    `json:"cursor" doc:"the cursor of the previous page, to continue"`
+	Limit  PageLimit `json:"limit" doc:"page size, default 50, at most 200"`
 }
 
 // ListTokens is list_tokens: every token, revoked ones included, in id
 // order; never a secret or a hash.
 //
-// Refusals: token_right_missing, invalid_body.
-func (s *Service) ListTokens(ctx context.Context, c Caller, q ListTokensQuery) (TokenPage, error) {
-	if err := needHuman(c); err != nil {
-		return TokenPage{}, err
-	}
-	return s.TokenPage(ctx, q)
+// Refusals: token_right_missing, invalid_body, unavailable.
+func (s *Service) ListTokens(ctx context.Context, c Caller, in ListTokensInput) (TokenPage, error) {
+	return s.TokenPage(ctx, in)
 }
 
 // TokenPage lists tokens for the operator (no caller).
-func (s *Service) TokenPage(ctx context.Context, q ListTokensQuery) (TokenPage, error) {
+func (s *Service) TokenPage(ctx context.Context, q ListTokensInput) (TokenPage, error) {
 	pos, err := decodeCursor("cursor", "tokens", q.Cursor)
 	if err != nil {
 		return TokenPage{}, err
 	}
-	ts, next, err := s.store.Tokens(ctx, TokenQuery{After: pos, Limit: s.page(q.Limit)})
+	ts, next, err := s.store.Tokens(ctx, TokenQuery{After: pos, Limit: s.page(int(q.Limit))})
 	if err != nil {
 		return TokenPage{}, err
 	}
@@ -162,19 +159,16 @@ func (s *Service) TokenPage(ctx context.Context, q ListTokensQuery) (TokenPage, 
 	return page, nil
 }
 
-// RevokeTokenQuery is revoke_token's input.
-type RevokeTokenQuery struct {
-	ID string
+// RevokeTokenInput is revoke_token's input.
+type RevokeTokenInput struct {
+	ID string `json:"id" in:"path" required:"true" doc:"the token's id: tk_ and 12 hex digits"`
 }
 
 // Revoke is revoke_token: a human revokes a token by its id. It stops
 // working everywhere within the token cache time.
 //
-// Refusals: token_right_missing, invalid_body, token_not_found.
-func (s *Service) Revoke(ctx context.Context, c Caller, q RevokeTokenQuery) (TokenView, error) {
-	if err := needHuman(c); err != nil {
-		return TokenView{}, err
-	}
+// Refusals: token_right_missing, invalid_body, token_not_found, unavailable.
+func (s *Service) Revoke(ctx context.Context, c Caller, q RevokeTokenInput) (TokenView, error) {
 	if !tokenIDPattern.MatchString(q.ID) {
 		return TokenView{}, Invalid("id", "a token id is tk_ and 12 hex digits")
 	}

@@ -165,6 +165,9 @@ type PostResult struct {
 	Replayed bool `json:"replayed,omitempty"`
 }
 
+// WasReplayed reports whether the result repeats an earlier post.
+func (r PostResult) WasReplayed() bool { return r.Replayed }
+
 // EventView is one state change.
 type EventView struct {
 	Thread    string    `json:"thread"`

@@ -23,6 +23,7 @@ import (
 	"github.com/ainotes/parley/core"
 	"github.com/ainotes/parley/infra/config"
 	"github.com/ainotes/parley/infra/dynamo"
+	"github.com/ainotes/parley/infra/lambda"
 	"github.com/ainotes/parley/infra/localdb"
 	"github.com/ainotes/parley/infra/testenv"
 )
@@ -160,7 +161,11 @@ func TestFunctionsUnderEmulator(t *testing.T) {
 
 	bin := buildHost(t)
 	env := []string{"PARLEY_TABLE=parley-emulated", "PARLEY_DYNAMODB=" + db.URL, "PARLEY_TOKEN_CACHE_TTL=30s", "AWS_REGION=eu-west-1", "AWS_LAMBDA_FUNCTION_MEMORY_SIZE=256"}
-	ops := []string{"get_manifest", "whoami", "post", "get_thread", "list_threads", "mark", "confirm", "reopen", "events", "inbox", "get_claim", "list_claims", "mcp"}
+	// Every function of the table, and MCP's.
+	ops := []string{lambda.MCP}
+	for _, op := range core.AllOperations() {
+		ops = append(ops, op.Name)
+	}
 	fns := map[string]*emulated{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -182,7 +187,7 @@ func TestFunctionsUnderEmulator(t *testing.T) {
 		check           func(t *testing.T, body map[string]any)
 	}{
 		{"get_manifest", "get_manifest", 200, func(t *testing.T, b map[string]any) {
-			if b["parley"] != "1" || len(b["acts"].([]any)) != 9 {
+			if b["parley"] != "1" || len(b["acts"].([]any)) != 13 || len(b["operations"].([]any)) != len(core.AllOperations()) {
 				t.Fatalf("manifest %v", b)
 			}
 		}},
@@ -204,6 +209,12 @@ func TestFunctionsUnderEmulator(t *testing.T) {
 		{"post_decide", "post", 201, func(t *testing.T, b map[string]any) {
 			if th := b["thread"].(map[string]any); th["state"] != "decided" || th["proposal"] != true {
 				t.Fatalf("%v", b)
+			}
+		}},
+		{"queue", "queue", 200, func(t *testing.T, b map[string]any) {
+			l := b["threads"].([]any)
+			if len(l) != 1 || l[0].(map[string]any)["why"] != "proposal" || l[0].(map[string]any)["message"].(map[string]any)["kind"] != "decide" {
+				t.Fatalf("the creator's decide in the review queue: %v", b)
 			}
 		}},
 		{"confirm", "confirm", 200, func(t *testing.T, b map[string]any) {
@@ -252,7 +263,7 @@ func TestFunctionsUnderEmulator(t *testing.T) {
 			}
 		}},
 		{"mcp_tools_list", "mcp", 200, func(t *testing.T, b map[string]any) {
-			if n := len(b["result"].(map[string]any)["tools"].([]any)); n != 12 {
+			if n := len(b["result"].(map[string]any)["tools"].([]any)); n != len(core.AllOperations()) {
 				t.Fatalf("%d tools", n)
 			}
 		}},
@@ -274,6 +285,21 @@ func TestFunctionsUnderEmulator(t *testing.T) {
 		}},
 		{"list_claims", "list_claims", 200, func(t *testing.T, b map[string]any) {
 			if l := b["claims"].([]any); len(l) != 1 {
+				t.Fatalf("%v", b)
+			}
+		}},
+		{"create_token", "create_token", 201, func(t *testing.T, b map[string]any) {
+			if b["identity"] != "ainotes:carol" || !strings.HasPrefix(fmt.Sprint(b["secret"]), "pt_") {
+				t.Fatalf("%v", b)
+			}
+		}},
+		{"list_tokens", "list_tokens", 200, func(t *testing.T, b map[string]any) {
+			if l := b["tokens"].([]any); len(l) != 5 || strings.Contains(fmt.Sprint(b), "pt_") {
+				t.Fatalf("five tokens, no secret: %v", b)
+			}
+		}},
+		{"revoke_token", "revoke_token", 200, func(t *testing.T, b map[string]any) {
+			if b["identity"] != "ainotes:bob" || b["revoked_at"] == nil {
 				t.Fatalf("%v", b)
 			}
 		}},

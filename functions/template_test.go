@@ -102,10 +102,10 @@ func functionName(op string) string {
 	return b.String() + "Function"
 }
 
-// routes is decisions §9 as served (core.Operations), the manifest's alias, and MCP.
+// routes is the operation table (every profile), the manifest's alias, and MCP.
 func routes() map[string]string {
 	r := map[string]string{}
-	for _, op := range append(append([]core.Operation{}, core.Operations...), core.ClaimOperations...) {
+	for _, op := range core.AllOperations() {
 		r[op.Method+" "+op.Path] = op.Name
 	}
 	r["GET /.well-known/parley.json"] = "get_manifest"

@@ -16,14 +16,9 @@ import (
 
 	"github.com/ainotes/parley/core"
 	"github.com/ainotes/parley/infra/config"
-	"github.com/ainotes/parley/infra/dynamo"
-	"github.com/ainotes/parley/infra/httpapi"
+	"github.com/ainotes/parley/infra/instance"
 	"github.com/ainotes/parley/infra/localdb"
-	"github.com/ainotes/parley/infra/mcpapi"
 )
-
-// version is reported to MCP clients as serverInfo.version.
-const version = "0.1.0"
 
 // storeFlags are the flags every command that touches the table takes.
 type storeFlags struct {
@@ -50,28 +45,15 @@ func (s *storeFlags) check() error {
 	return nil
 }
 
-// open connects to the table and builds the service. With create, a
-// missing table is created — only ever on a local endpoint: on real
-// DynamoDB tables come from the stack or from `parley table create`.
-func (s *storeFlags) open(ctx context.Context, o core.Options, create bool) (*core.Service, error) {
+// open wires the instance on the table. With create, a missing table is
+// created — only ever on a local endpoint: on real DynamoDB tables come
+// from the stack or from `parley table create`.
+func (s *storeFlags) open(ctx context.Context, o core.Options, create bool) (*instance.Instance, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	client, err := config.DynamoDB(ctx, s.dynamodb)
-	if err != nil {
-		return nil, err
-	}
-	if create && s.dynamodb != config.AWS {
-		if err := dynamo.CreateTable(ctx, client, s.table); err != nil {
-			return nil, fmt.Errorf("table %s: %w", s.table, err)
-		}
-	}
-	st, err := dynamo.New(client, s.table, dynamo.Options{Clock: o.Clock})
-	if err != nil {
-		return nil, err
-	}
 	o.Realm = s.realm
-	return core.NewService(st, o)
+	return instance.Open(ctx, instance.Config{DynamoDB: s.dynamodb, Table: s.table, Create: create, Service: o})
 }
 
 type tokenFileEntry struct {
@@ -131,10 +113,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	limits := core.ReferenceLimits()
 	limits.PostsPerMinute = *rateLimit
-	svc, err := sf.open(ctx, core.Options{Profiles: config.ParseProfiles(*profiles), Limits: limits}, true)
+	inst, err := sf.open(ctx, core.Options{Profiles: config.ParseProfiles(*profiles), Limits: limits}, true)
 	if err != nil {
 		return err
 	}
+	svc := inst.Service
 	if *tokens != "" {
 		n, err := loadTokens(ctx, svc, *tokens)
 		if err != nil {
@@ -142,16 +125,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		logger.Info("tokens loaded", slog.Int("count", n))
 	}
-	api, err := httpapi.New(svc, logger)
+	mux, err := inst.Handler(logger)
 	if err != nil {
 		return err
 	}
-	mcp, err := mcpapi.New(svc, logger, version)
-	if err != nil {
-		return err
-	}
-	mux := api.Handler()
-	mux.Handle("/mcp", mcp)
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/ainotes/parley/core"
-	"github.com/ainotes/parley/infra/httpapi"
 	"github.com/ainotes/parley/infra/localdb"
 )
 
@@ -176,11 +175,12 @@ func runScenario(ctx context.Context, sc scenario, damping bool, maxMessages int
 		lim.Exchange, lim.DuplicateBody = 0, false
 	}
 	sf := storeFlags{dynamodb: db.URL, table: "sim", realm: "ainotes"}
-	svc, err := sf.open(ctx, core.Options{Limits: lim}, true)
+	inst, err := sf.open(ctx, core.Options{Limits: lim}, true)
 	if err != nil {
 		return res, err
 	}
-	api, err := httpapi.New(svc, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+	svc := inst.Service
+	handler, err := inst.Handler(slog.New(slog.NewJSONHandler(io.Discard, nil)))
 	if err != nil {
 		return res, err
 	}
@@ -188,7 +188,7 @@ func runScenario(ctx context.Context, sc scenario, damping bool, maxMessages int
 	if err != nil {
 		return res, err
 	}
-	srv := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	defer srv.Close()
 	cl := simClient{base: "http://" + ln.Addr().String(), http: &http.Client{Timeout: 10 * time.Second}}

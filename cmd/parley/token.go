@@ -40,7 +40,7 @@ func token(ctx context.Context, sub string, args []string, stdout io.Writer) err
 	if sf.dynamodb == "" {
 		return fmt.Errorf("%w: token commands need --dynamodb URL|aws (the embedded store lives only inside a running serve)", errUsage)
 	}
-	svc, err := sf.open(ctx, core.Options{}, false)
+	inst, err := sf.open(ctx, core.Options{}, false)
 	if err != nil {
 		return err
 	}
@@ -53,6 +53,7 @@ func token(ctx context.Context, sub string, args []string, stdout io.Writer) err
 		if *rights != "" {
 			list = strings.Split(*rights, ",")
 		}
+		svc := inst.Service
 		secret, t, err := svc.CreateToken(ctx, core.TokenSpec{Identity: *identity, Rights: list, Label: *label})
 		if err != nil {
 			return tableHint(err, sf.table)
@@ -62,9 +63,9 @@ func token(ctx context.Context, sub string, args []string, stdout io.Writer) err
 	case "list":
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tIDENTITY\tRIGHTS\tLABEL\tCREATED\tREVOKED")
-		q := core.ListTokensQuery{Limit: 200}
+		q := core.ListTokensInput{Limit: 200}
 		for {
-			page, err := svc.TokenPage(ctx, q)
+			page, err := inst.Service.TokenPage(ctx, q)
 			if err != nil {
 				return tableHint(err, sf.table)
 			}
@@ -85,7 +86,7 @@ func token(ctx context.Context, sub string, args []string, stdout io.Writer) err
 		if len(positional) != 1 {
 			return fmt.Errorf("%w: token revoke takes one token id or prefix", errUsage)
 		}
-		t, err := svc.RevokeToken(ctx, positional[0])
+		t, err := inst.Service.RevokeToken(ctx, positional[0])
 		err = tableHint(err, sf.table)
 		if errors.Is(err, core.ErrNotFound) {
 			return fmt.Errorf("no token matches %q", positional[0])

@@ -12,6 +12,7 @@ import (
 	"github.com/ainotes/parley/infra/config"
 	"github.com/ainotes/parley/infra/dynamo"
 	"github.com/ainotes/parley/infra/localdb"
+	"github.com/ainotes/parley/infra/testenv"
 )
 
 // TestRetryPolicy: a failing DynamoDB is tried 4 times per request (the
@@ -23,7 +24,7 @@ func TestRetryPolicy(t *testing.T) {
 	}
 	defer db.Close()
 	ctx := context.Background()
-	count := dynamo.NewCounter()
+	count := testenv.NewCounter()
 	client, err := config.DynamoDB(ctx, db.URL, count.Option())
 	if err != nil {
 		t.Fatal(err)

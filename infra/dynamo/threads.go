@@ -29,6 +29,7 @@ func encodeThread(t core.Thread, stamp time.Time) item {
 	it.setS("org", string(t.Origin))
 	if t.ConfirmedAt != nil {
 		it.setT("cfa", *t.ConfirmedAt)
+		it.setS("cfb", string(t.ConfirmedBy))
 	}
 	it.setS("lbl", t.Label)
 	it.setS("sby", t.StateBy)
@@ -90,7 +91,7 @@ func decodeThread(it item) core.Thread {
 		ID: it.n("id"), Creator: core.Party{Identity: it.s("cr_id"), Extension: it.s("cr_ext")},
 		CreatedAt: it.t("cat"), UpdatedAt: it.t("uat"), Title: it.s("title"),
 		Messages: int(it.n("msgs")), Version: it.n("ver"),
-		State: core.State(it.s("st")), Origin: core.Origin(it.s("org")), ConfirmedAt: it.tp("cfa"),
+		State: core.State(it.s("st")), Origin: core.Origin(it.s("org")), ConfirmedAt: it.tp("cfa"), ConfirmedBy: core.Confirmer(it.s("cfb")),
 		Label: it.s("lbl"), StateBy: it.s("sby"), StateAt: it.t("sat"), StateMsg: it.n("smsg"),
 		Awaiting:   core.Awaiting{Scope: core.AwaitScope(it.s("aw")), Party: core.Party{Identity: it.s("aw_id"), Extension: it.s("aw_ext")}},
 		AwaitingAt: it.t("awat"), AwaitingVersion: it.n("awv"), AwaitingMsg: it.n("awm"),

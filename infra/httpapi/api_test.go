@@ -17,8 +17,16 @@ func TestManifestIsPublicAndComplete(t *testing.T) {
 			if r.status != 200 || r.body.str("parley") != "1" || r.body.str("realm") != "labs" || !strings.Contains(r.body.str("identity"), "labs:<handle>") {
 				t.Fatalf("%d %s", r.status, r.raw)
 			}
-			if n := len(r.body.list("acts")); n != 9 {
-				t.Fatalf("%d acts", n)
+			core, dialectic := 0, 0
+			for _, a := range r.body.list("acts") {
+				if obj(a.(map[string]any)).str("profile") == "" {
+					core++
+				} else {
+					dialectic++
+				}
+			}
+			if core != 9 || dialectic != 4 {
+				t.Fatalf("%d core acts, %d dialectic ones", core, dialectic)
 			}
 			if n := len(r.body.list("states")); n != 7 {
 				t.Fatalf("%d states", n)
@@ -30,7 +38,8 @@ func TestManifestIsPublicAndComplete(t *testing.T) {
 			}
 			want := map[string]int{"invalid_body": 400, "unauthenticated": 401, "token_right_missing": 403, "thread_authority_missing": 403,
 				"thread_not_found": 404, "message_not_found": 404, "claim_not_found": 404, "self_reply": 409, "thread_closed": 409,
-				"invalid_transition": 409, "self_attest": 409, "limit_exceeded": 409, "rate_limited": 429, "unavailable": 503}
+				"invalid_transition": 409, "self_attest": 409, "limit_exceeded": 409, "rate_limited": 429, "unavailable": 503,
+				"token_not_found": 404, "not_found": 404, "method_not_allowed": 405, "too_large": 413, "internal": 500}
 			for reason, st := range want {
 				if status[reason] != st {
 					t.Fatalf("refusal %s → %d, want %d", reason, status[reason], st)

@@ -35,8 +35,8 @@ var latencyOf = map[string]time.Duration{
 // benchWorld is a server whose DynamoDB client is metered, with the token
 // cache of a warm Lambda and the reference damping (the rate limit set so
 // high that it never refuses, but its counter is still written).
-func benchWorld(b *testing.B) (*world, *dynamo.Meter) {
-	meter := dynamo.NewMeter(dynamo.TableInput("parley"))
+func benchWorld(b *testing.B) (*world, *testenv.Meter) {
+	meter := testenv.NewMeter(dynamo.TableInput("parley"))
 	lim := core.ReferenceLimits()
 	lim.PostsPerMinute = math.MaxInt32
 	env := testenv.New(b, core.Options{Limits: lim, TokenCacheTTL: time.Minute}, meter.Option())
@@ -144,7 +144,7 @@ func BenchmarkOperations(b *testing.B) {
 			w.mark(w.cast.Alice, th, "decided")
 			return []any{th}
 		}, func(w *world, a []any) resp {
-			return w.do("POST", "/v1/threads/"+a[0].(string)+"/confirm", w.cast.Mod, nil)
+			return w.do("POST", "/v1/threads/"+a[0].(string)+"/confirm", w.cast.Mod, map[string]any{"state": "decided"})
 		}, 200},
 		{"reopen", func(w *world, i int) []any {
 			th, _ := w.ask(w.cast.Alice, fmt.Sprintf("To reopen %d", i))
@@ -176,7 +176,7 @@ func BenchmarkOperations(b *testing.B) {
 			for _, tok := range []string{w.cast.Bob, w.cast.Carol, w.cast.Mod, w.cast.Human, w.cast.Reader, w.cast.Verifier} {
 				w.do("GET", "/v1/whoami", tok, nil)
 			}
-			var total dynamo.Usage
+			var total testenv.Usage
 			total.Calls = map[string]int{}
 			lat := make([]time.Duration, 0, b.N)
 			b.ResetTimer()

@@ -203,7 +203,7 @@ func TestRateAcrossInstances(t *testing.T) {
 			accepted := 0
 			for n := 0; n < 2*len(instances); n++ {
 				env := fmt.Sprintf(`{"kind":"ask","body":"post %d"}`, n)
-				_, err := instances[spread.pick(n)].Post(context.Background(), caller, []byte(env), "")
+				_, err := instances[spread.pick(n)].PostJSON(context.Background(), caller, []byte(env))
 				switch {
 				case err == nil:
 					accepted++

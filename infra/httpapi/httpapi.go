@@ -1,40 +1,33 @@
-// Package httpapi serves Parley's operations over HTTP (decisions §9). Every
-// route authenticates, calls the one core service, and maps refusals through
-// infra/refusal. One structured log line is written per request.
+// Package httpapi serves Parley's operations over HTTP: a loop over the
+// operation table (core.Operation), each at its route. A request becomes
+// one JSON object of arguments — path, query, header and body fields
+// together — and goes through core.Service.Call like an MCP tool call, so
+// both transports decode, check and refuse alike. One structured log line
+// is written per request.
 package httpapi
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	json "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/ainotes/parley/core"
-	"github.com/ainotes/parley/infra/refusal"
+	"github.com/ainotes/parley/infra/edge"
 )
 
-// API holds the routes. Handler serves them all; Operation serves one, for a
-// Lambda function that owns a single route.
+// API serves the operations of one service.
 type API struct {
 	svc *core.Service
 	log *slog.Logger
-	ops map[string]operation
-}
-
-// operation is one route: its name (decisions §9), pattern, whether it needs
-// a token, and the call. serve returns the status and value to encode.
-type operation struct {
-	name    string
-	pattern string
-	auth    bool
-	serve   func(r *http.Request, c core.Caller, body []byte) (int, any, error)
 }
 
 // New builds the API on a service. The logger receives one line per request.
@@ -42,187 +35,226 @@ func New(svc *core.Service, log *slog.Logger) (*API, error) {
 	if svc == nil || log == nil {
 		return nil, errors.New("httpapi: a service and a logger are required")
 	}
-	a := &API{svc: svc, log: log, ops: map[string]operation{}}
-	for _, op := range a.operations() {
-		a.ops[op.name] = op
-	}
-	if svc.Dialectic() {
-		a.ops["get_claim"] = operation{"get_claim", "GET /v1/claims/{claim}", true, a.getClaim}
-		a.ops["list_claims"] = operation{"list_claims", "GET /v1/claims", true, a.listClaims}
-	}
-	return a, nil
+	return &API{svc: svc, log: log}, nil
 }
 
-func (a *API) operations() []operation {
-	return []operation{
-		{"get_manifest", "GET /v1/manifest", false, a.manifest},
-		{"whoami", "GET /v1/whoami", true, a.whoami},
-		{"post", "POST /v1/messages", true, a.post},
-		{"get_thread", "GET /v1/threads/{thread}", true, a.getThread},
-		{"list_threads", "GET /v1/threads", true, a.listThreads},
-		{"mark", "POST /v1/threads/{thread}/mark", true, a.mark},
-		{"confirm", "POST /v1/threads/{thread}/confirm", true, a.confirm},
-		{"reopen", "POST /v1/threads/{thread}/reopen", true, a.reopen},
-		{"events", "GET /v1/events", true, a.events},
-		{"inbox", "GET /v1/inbox", true, a.inbox},
-	}
-}
-
-// Handler serves every route, plus the manifest's well-known alias.
+// Handler serves every operation of the instance, the manifest's
+// well-known alias, 405 with Allow for a wrong method on a known path, and
+// a JSON 404 for anything else. Others (MCP, the console) may add routes.
 func (a *API) Handler() *http.ServeMux {
 	mux := http.NewServeMux()
-	for _, op := range a.ops {
-		mux.Handle(op.pattern, a.wrap(op))
+	for _, op := range a.svc.Operations() {
+		mux.Handle(op.Method+" "+op.Path, a.serve(op))
 	}
-	mux.Handle("GET /.well-known/parley.json", a.wrap(a.ops["get_manifest"]))
-	mux.HandleFunc("/", notFound)
+	if op, ok := a.svc.Operation("get_manifest"); ok {
+		mux.Handle("GET /.well-known/parley.json", a.serve(op))
+	}
+	for path, allowed := range a.paths() {
+		mux.Handle(path, a.methodNotAllowed(allowed))
+	}
+	mux.Handle("/", a.Fallback())
 	return mux
 }
 
-func notFound(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusNotFound, map[string]any{"error": map[string]any{
-		"reason": "not_found", "message": "no such route; GET /v1/manifest lists the operations", "detail": map[string]any{},
-	}})
-}
-
-// Operation serves one named operation regardless of path: the Lambda
-// function for that route calls it. Path values are taken from the pattern.
+// Operation serves one named operation (a Lambda function behind its own
+// route), with the same 405 and 404 answers as Handler.
 func (a *API) Operation(name string) (http.Handler, error) {
-	op, ok := a.ops[name]
-	if !ok && (name == "get_claim" || name == "list_claims") {
-		// The dialectic profile is off: its routes do not exist.
-		return http.HandlerFunc(notFound), nil
-	}
+	op, ok := a.svc.Operation(name)
 	if !ok {
+		for _, known := range core.AllOperations() {
+			if known.Name == name { // its profile is off: the route answers 404
+				return a.Fallback(), nil
+			}
+		}
 		return nil, errors.New("httpapi: unknown operation " + name)
 	}
 	mux := http.NewServeMux()
-	mux.Handle(op.pattern, a.wrap(op))
+	mux.Handle(op.Method+" "+op.Path, a.serve(op))
 	if name == "get_manifest" {
-		mux.Handle("GET /.well-known/parley.json", a.wrap(op))
+		mux.Handle("GET /.well-known/parley.json", a.serve(op))
 	}
+	mux.Handle("/", a.Fallback())
 	return mux, nil
 }
 
-// RequestIDHeader carries a client's request id; one is made when absent.
-const RequestIDHeader = "X-Request-Id"
-
-type ctxKey struct{}
-
-// WithRequestID lets an outer adapter (the Lambda one) supply the request id.
-func WithRequestID(ctx context.Context, id string) context.Context {
-	return context.WithValue(ctx, ctxKey{}, id)
+// paths maps every route's path to the methods it answers.
+func (a *API) paths() map[string][]string {
+	out := map[string][]string{}
+	for _, op := range a.svc.Operations() {
+		out[op.Path] = append(out[op.Path], op.Method)
+	}
+	for _, ms := range out {
+		slices.Sort(ms)
+	}
+	return out
 }
 
-// RequestID returns the request's id: the one an outer adapter supplied, the
-// client's X-Request-Id, or a new random one.
-func RequestID(r *http.Request) string {
-	if id, ok := r.Context().Value(ctxKey{}).(string); ok && id != "" {
-		return id
+// Fallback answers a request no route took: 405 with Allow when the path
+// is a known route's (the operations of the whole table, so that a single
+// function behind API Gateway's $default route answers like the server),
+// else 404; both as the JSON error object.
+func (a *API) Fallback() http.Handler {
+	mux := http.NewServeMux()
+	for path, allowed := range a.paths() {
+		mux.Handle(path, a.methodNotAllowed(allowed))
 	}
-	if id := r.Header.Get(RequestIDHeader); id != "" && len(id) <= 128 && !strings.ContainsAny(id, "\r\n\"") {
-		return id
-	}
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		rec := a.begin(w, r)
+		rec.Op = "not_found"
+		defer rec.Log(r.Context(), a.log)
+		rec.WriteRefusal(r.Context(), a.log, w, core.Refuse(core.ReasonNotFound, "no such route; GET /v1/manifest lists the operations"))
+	})
+	return mux
 }
 
-// Bearer extracts the token from "Authorization: Bearer <token>".
-func Bearer(r *http.Request) string {
-	h := r.Header.Get("Authorization")
-	scheme, tok, ok := strings.Cut(h, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return ""
-	}
-	return strings.TrimSpace(tok)
-}
-
-func (a *API) wrap(op operation) http.Handler {
+func (a *API) methodNotAllowed(allowed []string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		rid := RequestID(r)
-		w.Header().Set(RequestIDHeader, rid)
-		identity := ""
-		status, value, err := func() (int, any, error) {
-			var c core.Caller
-			// A token that is sent is always checked, even where none is needed.
-			if op.auth || Bearer(r) != "" {
-				var err error
-				if c, err = a.svc.Authenticate(r.Context(), Bearer(r)); err != nil {
-					return 0, nil, err
-				}
-				identity = c.Identity
-			}
-			body, err := readBody(r, a.svc.Limits().RequestBody)
-			if err != nil {
-				return 0, nil, err
-			}
-			return op.serve(r, c, body)
-		}()
-		outcome := "ok"
-		if err != nil {
-			LogInternal(r.Context(), a.log, rid, op.name, err)
-			var ref *core.Refusal
-			status, ref = WriteRefusal(w, err)
-			outcome = string(ref.Reason)
-		} else {
-			writeJSON(w, status, value)
-		}
-		LogRequest(r.Context(), a.log, "http", rid, op.name, identity, outcome, status, start)
+		rec := a.begin(w, r)
+		rec.Op = "method_not_allowed"
+		defer rec.Log(r.Context(), a.log)
+		w.Header().Set("Allow", strings.Join(allowed, ", "))
+		rec.WriteRefusal(r.Context(), a.log, w, core.Refuse(core.ReasonMethodNotAllowed, "%s is not allowed here; allowed: %s", r.Method, strings.Join(allowed, ", ")).With("allow", allowed))
 	})
 }
 
-// LogInternal logs the cause of an error that is not a refusal: the caller
-// sees only unavailable, the operator sees why.
-func LogInternal(ctx context.Context, log *slog.Logger, rid, op string, err error) {
-	if _, isRefusal := errors.AsType[*core.Refusal](err); !isRefusal {
-		log.LogAttrs(ctx, slog.LevelError, "internal error", slog.String("request_id", rid), slog.String("op", op), slog.String("error", err.Error()))
-	}
+func (a *API) begin(w http.ResponseWriter, r *http.Request) *edge.Record {
+	rec := edge.Begin("http", edge.RequestID(r))
+	w.Header().Set(edge.RequestIDHeader, rec.RequestID)
+	return rec
 }
 
-// LogRequest writes the one structured line every request gets, on either transport.
-func LogRequest(ctx context.Context, log *slog.Logger, transport, rid, op, identity, outcome string, status int, start time.Time) {
-	log.LogAttrs(ctx, slog.LevelInfo, "request", slog.String("transport", transport),
-		slog.String("request_id", rid), slog.String("op", op), slog.String("identity", identity),
-		slog.String("outcome", outcome), slog.Int("status", status),
-		slog.Float64("latency_ms", float64(time.Since(start).Microseconds())/1000))
+// replayed is a result that repeats an earlier one (an idempotent retry):
+// 200, not 201.
+type replayed interface{ WasReplayed() bool }
+
+func (a *API) serve(op *core.Operation) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := a.begin(w, r)
+		rec.Op = op.Name
+		ctx := r.Context()
+		defer rec.Log(ctx, a.log)
+		out, err := a.call(r, op, rec)
+		if err != nil {
+			rec.WriteRefusal(ctx, a.log, w, err)
+			return
+		}
+		status := http.StatusOK
+		if rp, ok := out.(replayed); op.Created && !(ok && rp.WasReplayed()) {
+			status = http.StatusCreated
+			if op.Location != nil {
+				w.Header().Set("Location", op.Location(out))
+			}
+		}
+		rec.Status = status
+		edge.WriteJSON(w, status, out)
+	})
 }
 
-// WriteRefusal writes a refusal as the HTTP error body with its status and
-// headers, and returns the status.
-func WriteRefusal(w http.ResponseWriter, err error) (int, *core.Refusal) {
-	ref, status, retry := refusal.Of(err)
-	if retry != "" {
-		w.Header().Set("Retry-After", retry)
+// call authenticates, checks the right, reads the input and runs the
+// operation: decisions §11.2's order, whatever the body holds.
+func (a *API) call(r *http.Request, op *core.Operation, rec *edge.Record) (any, error) {
+	ctx := r.Context()
+	var c core.Caller
+	// A token that is sent is always checked, even where none is needed.
+	if bearer := edge.Bearer(r); op.Right != "" || bearer != "" {
+		var err error
+		if c, err = a.svc.Authenticate(ctx, bearer); err != nil {
+			return nil, err
+		}
+		rec.Identity = c.Identity
 	}
-	if ref.Reason == core.ReasonUnauthenticated {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="parley"`)
+	if err := a.svc.Permit(op, c); err != nil {
+		return nil, err
 	}
-	writeJSON(w, status, refusal.Body{Error: ref})
-	return status, ref
-}
-
-// readBody reads at most limit bytes; a larger body is refused before parsing.
-func readBody(r *http.Request, limit int) ([]byte, error) {
-	if r.Body == nil {
-		return nil, nil
-	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, int64(limit)+1))
+	args, err := a.args(r, op)
 	if err != nil {
-		return nil, core.Unavailable(time.Second, err)
+		return nil, err
+	}
+	return a.svc.Call(ctx, op, c, args)
+}
+
+// args gathers an operation's input from the request into one JSON object:
+// the body's members, then the path, query and header parameters. Unknown
+// query parameters, a parameter given twice, and a body member that is
+// also given elsewhere are refused.
+func (a *API) args(r *http.Request, op *core.Operation) ([]byte, error) {
+	members := map[string]jsontext.Value{}
+	limit := a.svc.Limits().RequestBody
+	var body []byte
+	if r.Body != nil {
+		var err error
+		body, err = io.ReadAll(io.LimitReader(r.Body, int64(limit)+1))
+		if err != nil {
+			return nil, core.Unavailable(time.Second, err)
+		}
 	}
 	if len(body) > limit {
-		return nil, &core.Refusal{Reason: core.ReasonInvalidBody, Message: "the request body exceeds " + strconv.Itoa(limit) + " bytes",
-			Detail: map[string]any{"field": "body", "limit": limit}}
+		return nil, core.Refuse(core.ReasonTooLarge, "the request body exceeds %d bytes", limit).With("limit", limit)
 	}
-	return body, nil
+	if len(body) > 0 {
+		if !slices.ContainsFunc(op.Params, func(p core.Param) bool { return p.In == "body" }) {
+			return nil, core.Invalid("body", "%s %s takes no body", op.Method, op.Path)
+		}
+		if err := core.DecodeStrict(body, &members); err != nil {
+			ref := core.AsRefusal(err)
+			if ref.Detail["field"] == "body" {
+				return nil, core.Invalid("body", "the body must be one JSON object: %s", ref.Message)
+			}
+			return nil, ref
+		}
+	}
+	query, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, core.Invalid("query", "the query string is malformed")
+	}
+	for name := range query {
+		if !slices.ContainsFunc(op.Params, func(p core.Param) bool { return p.In == "query" && p.Name == name }) {
+			return nil, core.Invalid(name, "unknown query parameter %q", name)
+		}
+	}
+	for _, p := range op.Params {
+		var raw string
+		given := false
+		switch p.In {
+		case "path":
+			raw, given = r.PathValue(p.Name), true
+		case "query":
+			vs := query[p.Name]
+			if len(vs) > 1 {
+				return nil, core.Invalid(p.Name, "%s is given twice", p.Name)
+			}
+			if len(vs) == 1 {
+				raw, given = vs[0], true
+			}
+		case "header":
+			vs := r.Header.Values(p.Header)
+			if len(vs) > 1 {
+				return nil, core.Invalid(p.Header, "the %s header is given twice", p.Header)
+			}
+			if len(vs) == 1 {
+				raw, given = vs[0], true
+			}
+		}
+		if !given {
+			continue
+		}
+		if _, dup := members[p.Name]; dup {
+			return nil, core.Invalid(p.Name, "%s is given in the %s and in the body", p.Name, p.In)
+		}
+		members[p.Name] = literal(raw, p.Type)
+	}
+	return json.Marshal(members)
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(v)
+// literal turns a path, query or header value into JSON: an integer
+// parameter that reads as one becomes a number (anything else stays a
+// string and the decoder refuses it, naming the parameter).
+func literal(raw, typ string) jsontext.Value {
+	if typ == "integer" {
+		if n, err := strconv.ParseInt(raw, 10, 64); err == nil {
+			return jsontext.Value(strconv.FormatInt(n, 10))
+		}
+	}
+	v, _ := json.Marshal(raw)
+	return v
 }

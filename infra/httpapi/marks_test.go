@@ -15,40 +15,71 @@ var statusOf = map[core.Reason]int{
 	core.ReasonThreadAuthorityMissing: 403, core.ReasonTokenRightMissing: 403,
 }
 
-// setState brings a new thread of alice's into a state: confirmed states by
-// the human's re-mark, proposals by alice (the creator) where a creator can
-// reach them.
-func (w *world) setState(st core.State, confirmed bool) string {
+// confirmation is how a thread's state came to be: a proposal, or
+// confirmed by no authority (a thread's first open), by a lock holder or by
+// the human.
+type confirmation struct {
+	name string
+	cur  func(core.State) core.Current
+}
+
+var confirmations = []confirmation{
+	{"proposal", func(s core.State) core.Current { return core.Current{State: s} }},
+	{"confirmed-by-none", func(s core.State) core.Current { return core.Current{State: s, Confirmed: true} }},
+	{"confirmed-by-lock", func(s core.State) core.Current { return core.Current{State: s, Confirmed: true, By: core.ByLock} }},
+	{"confirmed-by-human", func(s core.State) core.Current { return core.Current{State: s, Confirmed: true, By: core.ByHuman} }},
+}
+
+// paths are the marks that reach a state from open by the step rule.
+var paths = map[core.State][]string{
+	core.StateAnswered: {"answered"}, core.StateDecided: {"decided"}, core.StateClosed: {"answered", "closed"},
+	core.StateDeferred: {"deferred"}, core.StateObsolete: {"obsolete"}, core.StateRejected: {"rejected"},
+}
+
+// setState brings a new thread of alice's into a state the way it is
+// confirmed: proposals by alice (the creator), lock confirmations by the
+// moderator's marks, human ones by the human's re-mark. It reports false
+// when no one reaches that combination (a first open is the only state
+// confirmed by no authority).
+func (w *world) setState(st core.State, cf confirmation) (string, bool) {
 	w.t.Helper()
 	th, _ := w.ask(w.cast.Alice, "q")
-	if st == core.StateOpen {
-		if !confirmed {
-			w.t.Fatal("a new thread is confirmed open")
-		}
-		return th
-	}
-	if confirmed {
+	by := cf.cur(st)
+	switch {
+	case st == core.StateOpen && by.Confirmed && by.By == core.ByNone:
+		return th, true
+	case st == core.StateOpen && !by.Confirmed, by.Confirmed && by.By == core.ByNone:
+		return "", false
+	case by.By == core.ByHuman:
 		if r := w.mark(w.cast.Human, th, string(st)); r.status != 200 {
 			w.t.Fatalf("human mark %s: %s", st, r.raw)
 		}
-		return th
+		return th, true
+	case by.By == core.ByLock:
+		if st == core.StateOpen {
+			return "", false // a lock holder does not mark open
+		}
+		for _, s := range paths[st] {
+			if r := w.mark(w.cast.Mod, th, s); r.status != 200 || r.body.get("proposal") != false {
+				w.t.Fatalf("lock mark %s: %s", s, r.raw)
+			}
+		}
+		return th, true
 	}
-	path := map[core.State][]string{
-		core.StateAnswered: {"answered"}, core.StateDecided: {"decided"}, core.StateClosed: {"answered", "closed"},
-		core.StateDeferred: {"deferred"}, core.StateObsolete: {"obsolete"}, core.StateRejected: {"rejected"},
-	}[st]
-	for _, s := range path {
+	for _, s := range paths[st] {
 		if r := w.mark(w.cast.Alice, th, s); r.status != 200 || r.body.get("proposal") != true {
 			w.t.Fatalf("creator mark %s: %s", s, r.raw)
 		}
 	}
-	return th
+	return th, true
 }
 
 // TestMarkEveryTransition drives the mark operation over HTTP for every
-// state (proposal and confirmed) × every target × creator, plain writer,
-// lock holder, human and reader, and checks status, reason, the stored state,
-// its origin and confirmation, and the event the change appended.
+// state × who confirmed it (proposal, no authority, lock holder, human) ×
+// every target × creator, plain writer, lock holder, human and reader, and
+// checks status, reason, the stored state, its origin and confirmation,
+// and the event the change appended. The expected answer is the rule's
+// (core.Decide, itself checked against a hand-written table in core).
 func TestMarkEveryTransition(t *testing.T) {
 	roles := []struct {
 		name  string
@@ -63,21 +94,21 @@ func TestMarkEveryTransition(t *testing.T) {
 		{"reader", func(c testenv.Cast) string { return c.Reader }, core.RoleWriter, true},
 	}
 	for _, from := range core.AllStates {
-		for _, confirmed := range []bool{true, false} {
-			if from == core.StateOpen && !confirmed {
-				continue // a thread starts confirmed open
-			}
+		for _, cf := range confirmations {
 			// One backend per starting state keeps each one small.
 			w := newWorldOn(t, testenv.Embedded, core.Options{}) // a heavy matrix: embedded
 			c := w.cast
+			if _, ok := w.setState(from, cf); !ok {
+				continue
+			}
 			for _, to := range core.AllStates {
 				for _, r := range roles {
-					name := fmt.Sprintf("%s/confirmed=%v→%s/%s", from, confirmed, to, r.name)
+					name := fmt.Sprintf("%s/%s→%s/%s", from, cf.name, to, r.name)
 					t.Run(name, func(t *testing.T) {
-						th := w.setState(from, confirmed)
+						th, _ := w.setState(from, cf)
 						before := w.thread(th)
 						res := w.mark(r.token(c), th, string(to))
-						_, rule := core.Decide(r.role, core.Current{State: from, Confirmed: confirmed}, core.OpMark, to)
+						_, rule := core.Decide(r.role, cf.cur(from), core.OpMark, to)
 						want := reasonOf(rule)
 						switch {
 						case r.read:
@@ -143,25 +174,34 @@ func TestProposalAndConfirmation(t *testing.T) {
 		t.Fatalf("creator's mark: %s", r.raw)
 	}
 	for _, tok := range []string{c.Alice, c.Bob} {
-		if r := w.do("POST", "/v1/threads/"+th+"/confirm", tok, nil); r.status != 403 || r.reason() != "thread_authority_missing" {
+		if r := w.do("POST", "/v1/threads/"+th+"/confirm", tok, `{"state":"decided"}`); r.status != 403 || r.reason() != "thread_authority_missing" {
 			t.Fatalf("confirm by a model without lock: %s", r.raw)
 		}
 	}
-	r := w.do("POST", "/v1/threads/"+th+"/confirm", c.Mod, "{}")
+	if r := w.do("POST", "/v1/threads/"+th+"/confirm", c.Mod, `{"state":"answered"}`); r.status != 409 || r.reason() != "invalid_transition" {
+		t.Fatalf("confirming a state the proposal no longer has: %s", r.raw)
+	}
+	r := w.do("POST", "/v1/threads/"+th+"/confirm", c.Mod, `{"state":"decided"}`)
 	if r.status != 200 || r.body.str("state") != "decided" || r.body.get("proposal") != false || r.body.str("state_label") != "KI · mod" {
 		t.Fatalf("confirm by lock: %s", r.raw)
 	}
-	if r := w.do("POST", "/v1/threads/"+th+"/confirm", c.Human, nil); r.status != 409 || r.reason() != "invalid_transition" {
+	if r := w.do("POST", "/v1/threads/"+th+"/confirm", c.Human, `{"state":"decided"}`); r.status != 409 || r.reason() != "invalid_transition" {
 		t.Fatalf("confirming a confirmed state: %s", r.raw)
 	}
+	// A model's proposal never replaces a confirmed state (§11.5).
+	if r := w.mark(c.Alice, th, "closed"); r.status != 403 || r.reason() != "thread_authority_missing" || r.body.str("error.detail.confirmed_by") != "lock" {
+		t.Fatalf("the creator's proposal over a lock holder's confirmation: %s", r.raw)
+	}
 	// A proposed closed locks nothing: messages and marks still go through.
-	w.mark(c.Alice, th, "closed")
-	w.post(c.Bob, map[string]any{"kind": "inform", "thread": th, "body": "still open for talk"}, 201)
-	if r := w.mark(c.Alice, th, "deferred"); r.status != 200 {
+	other, _ := w.ask(c.Alice, "another")
+	w.mark(c.Alice, other, "decided")
+	w.mark(c.Alice, other, "closed")
+	w.post(c.Bob, map[string]any{"kind": "inform", "thread": other, "body": "still open for talk"}, 201)
+	if r := w.mark(c.Alice, other, "deferred"); r.status != 200 {
 		t.Fatalf("side state from a proposed closed: %s", r.raw)
 	}
 	evs := w.do("GET", "/v1/events?thread="+th, c.Alice, nil).body.list("events")
-	want := []string{"-→open", "open→decided", "decided→decided", "decided→closed", "closed→deferred"}
+	want := []string{"-→open", "open→decided", "decided→decided"}
 	if len(evs) != len(want) {
 		t.Fatalf("events %v", evs)
 	}
@@ -205,9 +245,17 @@ func TestConfirmedClosedRefusesEveryone(t *testing.T) {
 	if r := w.do("POST", "/v1/threads/"+th+"/reopen", c.Bob, nil); r.status != 403 || r.reason() != "thread_authority_missing" {
 		t.Fatalf("reopen by a plain writer: %s", r.raw)
 	}
-	r := w.do("POST", "/v1/threads/"+th+"/reopen", c.Alice, nil)
-	if r.status != 200 || r.body.str("state") != "open" || r.body.get("proposal") != true {
-		t.Fatalf("creator reopens own closed thread (a proposal): %s", r.raw)
+	// The creator reopens its own thread only when the closed is a
+	// proposal; this one a lock holder confirmed (§11.5).
+	if r := w.do("POST", "/v1/threads/"+th+"/reopen", c.Alice, nil); r.status != 403 || r.reason() != "thread_authority_missing" {
+		t.Fatalf("creator reopens a lock holder's closed: %s", r.raw)
+	}
+	r := w.do("POST", "/v1/threads/"+th+"/reopen", c.Mod, nil)
+	if r.status != 200 || r.body.str("state") != "open" || r.body.get("proposal") != false {
+		t.Fatalf("the lock holder reopens: %s", r.raw)
+	}
+	if aw := r.body.get("awaiting"); aw == nil || obj(aw.(map[string]any)).str("scope") != "any" || obj(aw.(map[string]any)).str("except.identity") != "ainotes:mod" {
+		t.Fatalf("a reopened thread is an open call to everyone but the reopener (§11.6): %s", r.raw)
 	}
 	w.post(c.Bob, map[string]any{"kind": "inform", "thread": th, "body": "again"}, 201)
 	if n := w.thread(th).num("message_count"); n != 3 {

@@ -106,7 +106,7 @@ func TestEventsLog(t *testing.T) {
 	th2, _ := w.ask(c.Bob, "two")
 	w.post(c.Carol, map[string]any{"kind": "answer", "thread": th1, "body": "a"}, 201)
 	w.mark(c.Alice, th1, "decided")
-	w.do("POST", "/v1/threads/"+th1+"/confirm", c.Mod, nil)
+	w.do("POST", "/v1/threads/"+th1+"/confirm", c.Mod, map[string]any{"state": "decided"})
 	w.mark(c.Bob, th2, "obsolete")
 	w.mark(c.Mod, th1, "closed")
 	w.do("POST", "/v1/threads/"+th1+"/reopen", c.Human, nil)

@@ -25,7 +25,7 @@ func TestRefusals(t *testing.T) {
 	th, root := w.ask(c.Alice, "q")
 	_, otherRoot := w.ask(c.Bob, "elsewhere")
 	revoked := w.env.Token(t, "ainotes:gone", "", "read", "write")
-	tokens, _ := w.env.Service.TokenPage(context.Background(), core.ListTokensQuery{})
+	tokens, _ := w.env.Service.TokenPage(context.Background(), core.ListTokensInput{})
 	for _, tk := range tokens.Tokens {
 		if tk.Identity == "ainotes:gone" {
 			if _, err := w.env.Service.RevokeToken(context.Background(), tk.ID); err != nil {
@@ -47,7 +47,7 @@ func TestRefusals(t *testing.T) {
 		{"missing kind", "POST", "/v1/messages", c.Bob, `{"body":"x"}`, 400, "invalid_body", "kind"},
 		{"empty body", "POST", "/v1/messages", c.Bob, `{"kind":"ask","body":"  "}`, 400, "invalid_body", "body"},
 		{"body over 500", "POST", "/v1/messages", c.Bob, `{"kind":"ask","body":"` + strings.Repeat("x", 501) + `"}`, 400, "invalid_body", "body"},
-		{"request over 16 KiB", "POST", "/v1/messages", c.Bob, `{"kind":"ask","body":"x","provenance":{"model":"` + strings.Repeat("m", 17000) + `"}}`, 400, "invalid_body", "body"},
+		{"request over 16 KiB", "POST", "/v1/messages", c.Bob, `{"kind":"ask","body":"x","provenance":{"model":"` + strings.Repeat("m", 17000) + `"}}`, 413, "too_large", ""},
 		{"malformed thread ref", "POST", "/v1/messages", c.Bob, `{"kind":"inform","thread":"t1","body":"x"}`, 400, "invalid_body", "thread"},
 		{"parent from another thread", "POST", "/v1/messages", c.Bob, map[string]any{"kind": "inform", "thread": th, "parent": otherRoot, "body": "x"}, 400, "invalid_body", "parent"},
 		{"bad state", "POST", "/v1/threads/" + th + "/mark", c.Alice, `{"state":"done"}`, 400, "invalid_body", "state"},
@@ -66,7 +66,8 @@ func TestRefusals(t *testing.T) {
 		{"reader marks", "POST", "/v1/threads/" + th + "/mark", c.Reader, `{"state":"decided"}`, 403, "token_right_missing", ""},
 		{"writer decides a foreign thread", "POST", "/v1/messages", c.Bob, map[string]any{"kind": "decide", "thread": th, "body": "x"}, 403, "thread_authority_missing", ""},
 		{"writer marks a foreign thread", "POST", "/v1/threads/" + th + "/mark", c.Bob, `{"state":"decided"}`, 403, "thread_authority_missing", ""},
-		{"writer confirms", "POST", "/v1/threads/" + th + "/confirm", c.Bob, nil, 403, "thread_authority_missing", ""},
+		{"writer confirms", "POST", "/v1/threads/" + th + "/confirm", c.Bob, `{"state":"open"}`, 403, "thread_authority_missing", ""},
+		{"confirm without the state seen", "POST", "/v1/threads/" + th + "/confirm", c.Mod, nil, 400, "invalid_body", "state"},
 		{"get a missing thread", "GET", "/v1/threads/th_999", c.Alice, nil, 404, "thread_not_found", ""},
 		{"post into a missing thread", "POST", "/v1/messages", c.Bob, `{"kind":"inform","thread":999,"body":"x"}`, 404, "thread_not_found", ""},
 		{"post with parent into a missing thread", "POST", "/v1/messages", c.Bob, `{"kind":"inform","thread":999,"parent":1,"body":"x"}`, 404, "thread_not_found", ""},

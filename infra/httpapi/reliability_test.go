@@ -45,7 +45,7 @@ func TestStorageFaults(t *testing.T) {
 		{"post asserting", "POST", "/v1/messages", c.Carol, map[string]any{"kind": "assert", "thread": open, "body": "claim", "evidence": evidence}, 201},
 		{"post attesting", "POST", "/v1/messages", c.Carol, map[string]any{"kind": "attest", "claim": claim, "body": "seen", "evidence": evidence}, 201},
 		{"mark", "POST", "/v1/threads/" + open + "/mark", c.Alice, map[string]any{"state": "decided"}, 200},
-		{"confirm", "POST", "/v1/threads/" + proposed + "/confirm", c.Mod, nil, 200},
+		{"confirm", "POST", "/v1/threads/" + proposed + "/confirm", c.Mod, map[string]any{"state": "answered"}, 200},
 		{"reopen", "POST", "/v1/threads/" + closed + "/reopen", c.Human, nil, 200},
 	}
 	before := w.env.CheckConsistency(t, true)

@@ -18,45 +18,38 @@ import (
 
 	"github.com/ainotes/parley/core"
 	"github.com/ainotes/parley/infra/config"
-	"github.com/ainotes/parley/infra/dynamo"
+	"github.com/ainotes/parley/infra/edge"
 	"github.com/ainotes/parley/infra/httpapi"
+	"github.com/ainotes/parley/infra/instance"
 	"github.com/ainotes/parley/infra/mcpapi"
 )
 
 // MCP names the function that serves the MCP endpoint.
 const MCP = "mcp"
 
-// version is reported to MCP clients.
-const version = "0.1.0"
-
 // Handler is what lambda.Start runs: one API Gateway v2 event in, one response out.
 type Handler func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
 
-// New builds the handler for one operation of decisions §9 (or MCP). Logs
+// New builds the handler for one operation of the table (or MCP). Logs
 // are JSON lines on stdout, which Lambda sends to CloudWatch; nothing else
 // is written there.
 func New(ctx context.Context, operation string, cfg config.Lambda, logOut io.Writer) (Handler, error) {
 	logger := slog.New(slog.NewJSONHandler(logOut, &slog.HandlerOptions{Level: cfg.LogLevel}))
-	client, err := config.DynamoDB(ctx, cfg.DynamoDB)
-	if err != nil {
-		return nil, err
-	}
-	store, err := dynamo.New(client, cfg.Table, dynamo.Options{})
-	if err != nil {
-		return nil, err
-	}
 	limits := core.ReferenceLimits()
 	limits.PostsPerMinute = cfg.RateLimit
-	svc, err := core.NewService(store, core.Options{Realm: cfg.Realm, TokenCacheTTL: cfg.TokenCacheTTL, Profiles: cfg.Profiles, Limits: limits})
+	inst, err := instance.Open(ctx, instance.Config{
+		DynamoDB: cfg.DynamoDB, Table: cfg.Table,
+		Service: core.Options{Realm: cfg.Realm, TokenCacheTTL: cfg.TokenCacheTTL, Profiles: cfg.Profiles, Limits: limits},
+	})
 	if err != nil {
 		return nil, err
 	}
 	var h http.Handler
 	if operation == MCP {
-		h, err = mcpapi.New(svc, logger, version)
+		h, err = mcpapi.New(inst.Service, logger, instance.Version)
 	} else {
 		var api *httpapi.API
-		if api, err = httpapi.New(svc, logger); err == nil {
+		if api, err = httpapi.New(inst.Service, logger); err == nil {
 			h, err = api.Operation(operation)
 		}
 	}
@@ -66,7 +59,7 @@ func New(ctx context.Context, operation string, cfg config.Lambda, logOut io.Wri
 	adapter := httpadapter.NewV2(h)
 	return func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 		// API Gateway's request id ties our log line to its access log.
-		return adapter.ProxyWithContext(httpapi.WithRequestID(ctx, ev.RequestContext.RequestID), ev)
+		return adapter.ProxyWithContext(edge.WithRequestID(ctx, ev.RequestContext.RequestID), ev)
 	}, nil
 }
 

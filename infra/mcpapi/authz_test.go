@@ -8,9 +8,10 @@ import (
 	"github.com/ainotes/parley/core"
 )
 
-// TestAuthorizationMatrix: every operation × {no token, revoked token,
-// reader, writer, creator, lock holder, verifier, human}, over HTTP and MCP,
-// each case on its own fresh thread so that earlier cases change nothing.
+// TestAuthorizationMatrix: every operation of the table × {no token,
+// revoked token, reader, writer, creator, lock holder, verifier, human},
+// over HTTP and MCP, each case on its own fresh thread so that earlier
+// cases change nothing.
 func TestAuthorizationMatrix(t *testing.T) {
 	callers := []string{"none", "revoked", "reader", "writer", "creator", "lock", "verifier", "human"}
 	const ok = "ok"
@@ -22,6 +23,16 @@ func TestAuthorizationMatrix(t *testing.T) {
 		"mark":    {"none": "unauthenticated", "revoked": "unauthenticated", "reader": "token_right_missing", "writer": "thread_authority_missing", "creator": ok, "lock": ok, "verifier": "thread_authority_missing", "human": ok},
 		"confirm": {"none": "unauthenticated", "revoked": "unauthenticated", "reader": "token_right_missing", "writer": "thread_authority_missing", "creator": "thread_authority_missing", "lock": ok, "verifier": "thread_authority_missing", "human": ok},
 		"reopen":  {"none": "unauthenticated", "revoked": "unauthenticated", "reader": "token_right_missing", "writer": "thread_authority_missing", "creator": ok, "lock": ok, "verifier": "thread_authority_missing", "human": ok},
+		"queue":   {"none": "unauthenticated", "revoked": "unauthenticated", "reader": "token_right_missing", "writer": "token_right_missing", "creator": "token_right_missing", "lock": ok, "verifier": "token_right_missing", "human": ok},
+	}
+	humanOnly := map[string]string{"none": "unauthenticated", "revoked": "unauthenticated", "reader": "token_right_missing", "writer": "token_right_missing", "creator": "token_right_missing", "lock": "token_right_missing", "verifier": "token_right_missing", "human": ok}
+	for _, op := range []string{"create_token", "list_tokens", "revoke_token"} {
+		expect[op] = humanOnly
+	}
+	for _, op := range core.AllOperations() {
+		if expect[op.Name] == nil {
+			t.Fatalf("the matrix misses the operation %s", op.Name)
+		}
 	}
 	for _, transport := range []string{"http", "mcp"} {
 		s := newServer(t)
@@ -61,8 +72,9 @@ func TestAuthorizationMatrix(t *testing.T) {
 					switch op {
 					case "confirm":
 						s.call("alice", "mark", map[string]any{"thread": th, "state": "answered"})
-					case "reopen":
-						s.call("hana", "mark", map[string]any{"thread": th, "state": "closed"})
+					case "reopen": // closed by its creator: a proposal
+						s.call("alice", "mark", map[string]any{"thread": th, "state": "answered"})
+						s.call("alice", "mark", map[string]any{"thread": th, "state": "closed"})
 					}
 					args := map[string]any{"thread": th}
 					switch op {
@@ -70,10 +82,20 @@ func TestAuthorizationMatrix(t *testing.T) {
 						args = map[string]any{"kind": "inform", "thread": th, "parent": parent, "body": fmt.Sprintf("%s says hi %d", who, n)}
 					case "mark":
 						args["state"] = "decided"
-					case "get_manifest", "whoami", "list_threads", "inbox", "list_claims":
+					case "confirm":
+						args["state"] = "answered"
+					case "get_manifest", "whoami", "list_threads", "inbox", "list_claims", "queue", "list_tokens":
 						args = map[string]any{}
 					case "get_claim":
 						args = map[string]any{"claim": claim}
+					case "create_token":
+						args = map[string]any{"identity": fmt.Sprintf("ainotes:made%d", n), "rights": []any{"read"}}
+					case "revoke_token":
+						tok, err := s.env.Service.ImportToken(ctx, fmt.Sprintf("revocable-secret-%04d", n), core.TokenSpec{Identity: "ainotes:victim", Rights: []string{"read"}})
+						if err != nil {
+							t.Fatal(err)
+						}
+						args = map[string]any{"id": tok.ID}
 					}
 					got := ""
 					if transport == "http" {

@@ -64,7 +64,13 @@ func newServer(t *testing.T) *server {
 // rpc posts one JSON-RPC message to /mcp as the named party ("" = no token).
 func (s *server) rpc(who string, body []byte) (int, []byte, http.Header) {
 	s.t.Helper()
-	req, _ := http.NewRequest("POST", s.srv.URL+"/mcp", bytes.NewReader(body))
+	return s.request(who, "POST", body)
+}
+
+// request sends one HTTP request to /mcp as the named party.
+func (s *server) request(who, method string, body []byte) (int, []byte, http.Header) {
+	s.t.Helper()
+	req, _ := http.NewRequest(method, s.srv.URL+"/mcp", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("MCP-Protocol-Version", "2025-06-18")

@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/ainotes/parley/core"
 )
 
 // step is one operation with its MCP arguments; toHTTP derives the HTTP
@@ -17,50 +19,61 @@ type step struct {
 	want    string // "ok" or the refusal reason
 }
 
+// toHTTP turns an operation's MCP arguments into its HTTP request by the
+// operation table: path parameters into the path, query parameters into
+// the query, header parameters into headers, the rest into the body.
 func toHTTP(op string, args map[string]any) (method, path string, body any) {
+	m, p, b, _ := toHTTPWithHeaders(op, args)
+	return m, p, b
+}
+
+func toHTTPWithHeaders(op string, args map[string]any) (method, path string, body any, headers map[string]string) {
+	var o *core.Operation
+	for _, x := range core.AllOperations() {
+		if x.Name == op {
+			o = x
+		}
+	}
+	if o == nil {
+		panic("unknown op " + op)
+	}
+	path = o.Path
 	q := url.Values{}
-	for _, k := range []string{"state", "cursor", "limit", "since", "extension"} {
-		if v, ok := args[k]; ok && op != "mark" {
+	rest := map[string]any{}
+	headers = map[string]string{}
+	for k, v := range args {
+		rest[k] = v
+	}
+	for _, p := range o.Params {
+		v, ok := args[p.Name]
+		if !ok {
+			continue
+		}
+		switch p.In {
+		case "path":
+			path = strings.ReplaceAll(path, "{"+p.Name+"}", fmt.Sprint(v))
+		case "query":
+			q.Set(p.Name, fmt.Sprint(v))
+		case "header":
+			headers[p.Header] = fmt.Sprint(v)
+		default:
+			continue
+		}
+		delete(rest, p.Name)
+	}
+	if o.Method == "GET" || o.Method == "DELETE" {
+		for k, v := range rest { // what the operation does not know goes where a client would put it
 			q.Set(k, fmt.Sprint(v))
 		}
+		rest = map[string]any{}
 	}
-	if v, ok := args["thread"]; ok && (op == "events") {
-		q.Set("thread", fmt.Sprint(v))
-	}
-	qs := ""
 	if len(q) > 0 {
-		qs = "?" + q.Encode()
+		path += "?" + q.Encode()
 	}
-	th := fmt.Sprint(args["thread"])
-	switch op {
-	case "get_manifest":
-		return "GET", "/v1/manifest", nil
-	case "whoami":
-		return "GET", "/v1/whoami", nil
-	case "post":
-		return "POST", "/v1/messages", args
-	case "get_thread":
-		return "GET", "/v1/threads/" + th, nil
-	case "list_threads":
-		return "GET", "/v1/threads" + qs, nil
-	case "mark":
-		return "POST", "/v1/threads/" + th + "/mark", map[string]any{"state": args["state"]}
-	case "confirm", "reopen":
-		return "POST", "/v1/threads/" + th + "/" + op, nil
-	case "events":
-		return "GET", "/v1/events" + qs, nil
-	case "inbox":
-		return "GET", "/v1/inbox" + qs, nil
-	case "get_claim":
-		return "GET", "/v1/claims/" + fmt.Sprint(args["claim"]), nil
-	case "list_claims":
-		if v, ok := args["thread"]; ok {
-			q.Set("thread", fmt.Sprint(v))
-			qs = "?" + q.Encode()
-		}
-		return "GET", "/v1/claims" + qs, nil
+	if len(rest) > 0 || (o.Method == "POST" && o.Name != "reopen") {
+		body = rest
 	}
-	panic("unknown op " + op)
+	return o.Method, path, body, headers
 }
 
 // TestParity runs the same steps on two identical servers, one over HTTP and
@@ -81,14 +94,19 @@ func TestParity(t *testing.T) {
 		{"alice", "mark", map[string]any{"thread": "th_1", "state": "sideways"}, "invalid_body"},
 		{"alice", "mark", map[string]any{"thread": "th_1", "state": "answered"}, "invalid_transition"},
 		{"alice", "mark", map[string]any{"thread": "th_1", "state": "decided"}, "ok"},
-		{"bob", "confirm", map[string]any{"thread": "th_1"}, "thread_authority_missing"},
-		{"mod", "confirm", map[string]any{"thread": "th_1"}, "ok"},
+		{"bob", "confirm", map[string]any{"thread": "th_1", "state": "decided"}, "thread_authority_missing"},
+		{"mod", "confirm", map[string]any{"thread": "th_1"}, "invalid_body"},
+		{"mod", "confirm", map[string]any{"thread": "th_1", "state": "answered"}, "invalid_transition"},
+		{"hana", "queue", map[string]any{}, "ok"},
+		{"bob", "queue", map[string]any{}, "token_right_missing"},
+		{"mod", "confirm", map[string]any{"thread": "th_1", "state": "decided"}, "ok"},
 		{"mod", "mark", map[string]any{"thread": "th_1", "state": "closed"}, "ok"},
 		{"bob", "post", map[string]any{"kind": "inform", "thread": "th_1", "body": "late"}, "thread_closed"},
 		{"hana", "mark", map[string]any{"thread": "th_1", "state": "open"}, "thread_closed"},
 		{"bob", "reopen", map[string]any{"thread": "th_1"}, "thread_authority_missing"},
 		{"reader", "reopen", map[string]any{"thread": "th_1"}, "token_right_missing"},
-		{"alice", "reopen", map[string]any{"thread": "th_1"}, "ok"},
+		{"alice", "reopen", map[string]any{"thread": "th_1"}, "thread_authority_missing"},
+		{"mod", "reopen", map[string]any{"thread": "th_1"}, "ok"},
 		{"alice", "reopen", map[string]any{"thread": "th_1"}, "invalid_transition"},
 		{"bob", "post", map[string]any{"kind": "ask", "body": "second", "from": map[string]any{"extension": "w2"}}, "ok"},
 		{"bob", "get_thread", map[string]any{"thread": "th_1"}, "ok"},
@@ -102,6 +120,11 @@ func TestParity(t *testing.T) {
 		{"bob", "inbox", map[string]any{"extension": "w2"}, "ok"},
 		{"hana", "whoami", map[string]any{}, "ok"},
 		{"reader", "get_manifest", map[string]any{}, "ok"},
+		{"mod", "list_tokens", map[string]any{}, "token_right_missing"},
+		{"mod", "create_token", map[string]any{"identity": "ainotes:zed", "rights": []any{"read"}}, "token_right_missing"},
+		{"hana", "create_token", map[string]any{"identity": "someone", "rights": []any{"read"}}, "invalid_body"},
+		{"hana", "revoke_token", map[string]any{"id": "tk_000000000000"}, "token_not_found"},
+		{"hana", "revoke_token", map[string]any{"id": "tk_0"}, "invalid_body"},
 		// The dialectic profile.
 		{"alice", "post", map[string]any{"kind": "assert", "body": "The build is reproducible.", "evidence": []any{map[string]any{"kind": "commit", "ref": "abc123"}}}, "ok"},
 		{"bob", "post", map[string]any{"kind": "assert", "body": "no proof"}, "invalid_body"},

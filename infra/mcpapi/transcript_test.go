@@ -18,8 +18,9 @@ var update = flag.Bool("update", false, "rewrite the golden transcripts from the
 // fresh server (fixed clock, fixed tokens) and compares every answer with
 // the golden one. A transcript is lines of
 //
-//	--> <who> <JSON-RPC request>     who: a token name, or "-" for none
-//	<-- <HTTP status> <answer>       the answer as canonical JSON, or nothing
+//	--> <who> [METHOD] <JSON-RPC request>  who: a token name, or "-" for none;
+//	                                       METHOD (GET, DELETE) when not POST
+//	<-- <HTTP status> <answer>             the answer as canonical JSON, or nothing
 //
 // `go test ./infra/mcpapi -run Transcripts -update` rewrites the answers.
 func TestTranscripts(t *testing.T) {
@@ -55,7 +56,16 @@ func TestTranscripts(t *testing.T) {
 				if who == "-" {
 					who = ""
 				}
-				status, body, _ := s.rpc(who, []byte(req))
+				method := "POST"
+				for _, m := range []string{"GET", "DELETE", "PUT"} {
+					if req == m || strings.HasPrefix(req, m+" ") {
+						method, req = m, strings.TrimSpace(strings.TrimPrefix(req, m))
+					}
+				}
+				status, body, hdr := s.request(who, method, []byte(req))
+				if ct := hdr.Get("Content-Type"); len(body) > 0 && !strings.HasPrefix(ct, "application/json") {
+					t.Errorf("answer %d is %s, not JSON: %s", requests+1, ct, body)
+				}
 				answer := fmt.Sprintf("<-- %d %s", status, canonical(t, body))
 				got = append(got, strings.TrimRight(answer, " "))
 				out.WriteString(got[len(got)-1] + "\n")

@@ -62,13 +62,3 @@ func Of(err error) (*core.Refusal, int, string) {
 	}
 	return r, Status(r.Reason), retry
 }
-
-// Manifest fills the HTTP status of every refusal the manifest lists.
-func Manifest(m core.Manifest) core.Manifest {
-	out := make([]core.ManifestRefusal, len(m.Refusals))
-	for i, r := range m.Refusals {
-		out[i] = core.ManifestRefusal{Reason: r.Reason, HTTPStatus: Status(r.Reason)}
-	}
-	m.Refusals = out
-	return m
-}

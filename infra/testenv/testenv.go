@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,8 +22,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/ainotes/parley/core"
-	"github.com/ainotes/parley/infra/config"
 	"github.com/ainotes/parley/infra/dynamo"
+	"github.com/ainotes/parley/infra/instance"
 	"github.com/ainotes/parley/infra/localdb"
 )
 
@@ -50,6 +51,17 @@ type Env struct {
 	Service *core.Service
 	Log     *SyncBuffer // every log line the adapters wrote
 	Logger  *slog.Logger
+	inst    *instance.Instance
+}
+
+// Handler serves both transports on one mux, as `parley serve` does.
+func (e *Env) Handler(t testing.TB) *http.ServeMux {
+	t.Helper()
+	mux, err := e.inst.Handler(e.Logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mux
 }
 
 // SyncBuffer is a bytes.Buffer safe for concurrent writers.
@@ -107,24 +119,17 @@ func On(t testing.TB, b Backend, o core.Options, opts ...func(*dynamodb.Options)
 	default:
 		t.Fatalf("testenv: unknown backend %q", b)
 	}
-	ctx := context.Background()
-	client, err := config.DynamoDB(ctx, e.URL, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := dynamo.CreateTable(ctx, client, e.Table); err != nil {
-		t.Fatal(err)
-	}
-	st, err := dynamo.New(client, e.Table, dynamo.Options{Clock: o.Clock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := core.NewService(st, o)
+	// A slow, loaded machine (the strict backend serializes every request)
+	// must not turn into refusals: commits get a generous deadline here;
+	// the feed tests that depend on it read FeedSettle.
+	inst, err := instance.Open(context.Background(), instance.Config{DynamoDB: e.URL, Table: e.Table, Create: true, Service: o, ClientOptions: opts,
+		Store: dynamo.Options{CommitTimeout: 10 * time.Second, IndexLag: time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	buf := &SyncBuffer{}
-	e.Client, e.Store, e.Service, e.Log = client, st, svc, buf
+	e.Client, e.Store, e.Service, e.Log = inst.Client, inst.Store, inst.Service, buf
+	e.inst = inst
 	e.Logger = slog.New(slog.NewJSONHandler(buf, nil))
 	return e
 }

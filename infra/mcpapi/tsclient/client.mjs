@@ -90,7 +90,7 @@ const names = tools.map((t) => t.name).sort();
 
 // Every outputSchema must also accept a refusal, which the SDK validates like
 // any other structured content.
-const refusalSample = { error: { reason: "invalid", message: "m", detail: { field: "body" } } };
+const refusalSample = { error: { reason: "invalid_body", message: "m", detail: { field: "body" } } };
 const validator = new AjvJsonSchemaValidator();
 const rejectRefusal = [];
 for (const t of tools) {

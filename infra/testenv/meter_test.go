@@ -1,4 +1,4 @@
-package dynamo_test
+package testenv_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/ainotes/parley/infra/config"
 	"github.com/ainotes/parley/infra/dynamo"
 	"github.com/ainotes/parley/infra/localdb"
+	"github.com/ainotes/parley/infra/testenv"
 )
 
 func TestMeter(t *testing.T) {
@@ -22,14 +23,14 @@ func TestMeter(t *testing.T) {
 	}
 	defer db.Close()
 	ctx := context.Background()
-	meter := dynamo.NewMeter(dynamo.TableInput("m"))
+	meter := testenv.NewMeter(dynamo.TableInput("m"))
 	client, _ := config.DynamoDB(ctx, db.URL, meter.Option())
 	if err := dynamo.CreateTable(ctx, client, "m"); err != nil {
 		t.Fatal(err)
 	}
 	meter.Take()
 	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
-	put := func(it map[string]types.AttributeValue) dynamo.Usage {
+	put := func(it map[string]types.AttributeValue) testenv.Usage {
 		if _, err := client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("m"), Item: it}); err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package dynamo
+package testenv
 
 import (
 	"context"
@@ -198,7 +198,7 @@ func reads(size int, strong bool) float64 {
 func writes(size int) float64 { return math.Max(1, math.Ceil(float64(size)/1024)) }
 
 func shadowKey(it map[string]types.AttributeValue) string {
-	return item(it).s("pk") + "\x00" + item(it).s("sk")
+	return attrS(it, "pk") + "\x00" + attrS(it, "sk")
 }
 
 func (m *Meter) put(it map[string]types.AttributeValue, factor float64) float64 {
