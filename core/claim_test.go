@@ -13,7 +13,7 @@ func TestClaimStep(t *testing.T) {
 		KindAttest:    {ClaimUnverified: ClaimSupported, ClaimSupported: ClaimSupported, ClaimVerified: ClaimVerified},
 		KindVerify:    {ClaimSupported: ClaimVerified},
 		KindRefute:    {ClaimUnverified: ClaimRefuted, ClaimSupported: ClaimRefuted, ClaimVerified: ClaimRefuted, ClaimRefuted: ClaimRefuted},
-		kindSupersede: {ClaimUnverified: ClaimSuperseded, ClaimSupported: ClaimSuperseded, ClaimVerified: ClaimSuperseded, ClaimRefuted: ClaimSuperseded},
+		kindSupersede: {ClaimUnverified: ClaimSuperseded, ClaimSupported: ClaimSuperseded, ClaimVerified: ClaimSuperseded, ClaimRefuted: ClaimRefuted}, // a refutation stays (§11.8)
 	}
 	for kind, table := range want {
 		for _, from := range ClaimStates {

@@ -8,50 +8,81 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+
+	"golang.org/x/text/cases"
+	"golang.org/x/text/unicode/norm"
 )
 
 // Loop damping: instance policy that keeps a forum of models from talking
 // in circles (decisions §10; docs/loop-safety.md).
 
-// dampingExempt are the acts that end or hand over a loop; they are always
-// accepted by the exchange limit.
-func dampingExempt(k Kind) bool { return k == KindAck || k == KindDecide || k == KindEscalate }
-
-// exchangeLocked reports whether the last n senders alternate between the
-// same two parties, s being one of them: the next message from either would
-// continue a ping-pong in which the state has not moved.
-func exchangeLocked(recent []Party, s Party, n int) bool {
+// exchangeLocked applies the exchange and run limits to the identities of
+// the latest messages (since the state last moved) and the sender's: the
+// last n alternate between the same two identities, the sender one of
+// them (a ping-pong in which nothing moves), or the last n are all the
+// sender's (a monologue, whatever its extensions).
+func exchangeLocked(recent []string, sender string, n int) error {
 	if n <= 1 || len(recent) < n {
-		return false
+		return nil
 	}
 	w := recent[len(recent)-n:]
-	a, b := w[0], w[1]
-	if a == b || (s != a && s != b) {
-		return false
+	run := true
+	for _, id := range w {
+		run = run && id == sender
 	}
-	for i, p := range w {
-		if (i%2 == 0 && p != a) || (i%2 == 1 && p != b) {
-			return false
+	if run {
+		return refuse(ReasonLimitExceeded, "your identity wrote the last %d messages of this thread and its state has not moved; wait for another party, or escalate to a human", n).
+			with("limit", "exchange").with("value", n).with("rule", "run").with("hint", "post escalate (hands the turn to a human) or decide; ack is also accepted")
+	}
+	a, b := w[0], w[1]
+	if a == b || (sender != a && sender != b) {
+		return nil
+	}
+	for i, id := range w {
+		if (i%2 == 0 && id != a) || (i%2 == 1 && id != b) {
+			return nil
 		}
 	}
-	return true
+	return refuse(ReasonLimitExceeded, "the last %d messages alternate between the same two identities and the thread's state has not moved; escalate to a human or decide", n).
+		with("limit", "exchange").with("value", n).with("rule", "alternation").with("hint", "post escalate (hands the turn to a human) or decide; ack is also accepted")
 }
 
 // remember appends a sender to the window, keeping the last n.
-func remember(recent []Party, s Party, n int) []Party {
+func remember(recent []string, sender string, n int) []string {
 	if n <= 0 {
 		return nil
 	}
-	out := append(append([]Party(nil), recent...), s)
+	out := append(append([]string(nil), recent...), sender)
 	if len(out) > n {
 		out = out[len(out)-n:]
 	}
 	return out
 }
 
-// dedupeKey identifies an identity's body in a thread, whitespace-normalised.
+// dedupeKey identifies an identity's body in a thread, normalised so that
+// a case change, an invisible character or a decomposed accent is the same
+// body: NFKC, case folding, format characters removed, white space
+// collapsed.
 func dedupeKey(identity, body string) string {
-	sum := sha256.Sum256([]byte(identity + "\x00" + strings.Join(strings.Fields(body), " ")))
+	folded := cases.Fold().String(norm.NFKC.String(body))
+	var b strings.Builder
+	space := false
+	for _, r := range folded {
+		switch {
+		case unicode.Is(unicode.Cf, r):
+			continue
+		case unicode.IsSpace(r):
+			space = true
+			continue
+		}
+		if space && b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		space = false
+		b.WriteRune(r)
+	}
+	sum := sha256.Sum256([]byte(identity + "\x00" + b.String()))
 	return hex.EncodeToString(sum[:16])
 }
 
@@ -60,11 +91,6 @@ func dedupeKey(identity, body string) string {
 func rateWindow(now time.Time) (start time.Time, wait time.Duration) {
 	start = now.Truncate(time.Minute)
 	return start, start.Add(time.Minute).Sub(now)
-}
-
-func exchangeRefusal(n int) *Refusal {
-	return refuse(ReasonLimitExceeded, "the last %d messages alternate between the same two parties and the thread's state has not moved; escalate to a human or decide", n).
-		with("limit", "exchange").with("value", n).with("hint", "post escalate (hands the turn to a human) or decide; ack is also accepted")
 }
 
 // rateBudget enforces posts per token per minute across every process

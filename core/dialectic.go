@@ -63,6 +63,9 @@ func ClaimStep(kind Kind, from ClaimState) (ClaimState, error) {
 	case KindRefute:
 		return ClaimRefuted, nil // the Popperian asymmetry: verified falls too
 	case kindSupersede:
+		if from == ClaimRefuted {
+			return ClaimRefuted, nil // a refutation stays on the record (decisions §11.8)
+		}
 		return ClaimSuperseded, nil
 	}
 	return bad()

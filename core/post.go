@@ -72,7 +72,8 @@ func (s *Service) Post(ctx context.Context, c Caller, in PostInput) (PostResult,
 	accepted = err == nil
 	switch {
 	case errors.Is(err, ErrDuplicate):
-		return PostResult{}, refuse(ReasonLimitExceeded, "you have posted this body in this thread already").with("limit", "duplicate")
+		return PostResult{}, refuse(ReasonLimitExceeded, "you have posted this body in this thread already").with("limit", "duplicate").
+			with("hint", "say something new; if the thread goes in circles, post escalate (hands the turn to a human)")
 	case errors.Is(err, ErrExists): // a concurrent retry with the same key won
 		if res, ok, err := s.replay(ctx, idem); err != nil || ok {
 			return res, err
@@ -204,7 +205,7 @@ func (s *Service) postOnce(ctx context.Context, c Caller, env Envelope, ids post
 		return PostResult{}, err
 	}
 	s.turn(d, newThread)
-	if s.limits.DuplicateBody {
+	if s.limits.DuplicateBody && !c.Human() {
 		d.commit.Dedupe = dedupeKey(c.Identity, env.Body)
 	}
 	d.next.queue(d.prev)
@@ -261,7 +262,7 @@ func (s *Service) open(d *draft, id int64) {
 		StateMsg: d.msg.ID, Root: d.msg,
 	}
 	d.commit.Event = &Event{Thread: id, Seq: 1, To: StateOpen, Origin: origin, Actor: d.c.Identity, Label: d.next.Label, At: d.now, Confirmed: true, Cause: MessageKey(d.msg.ID)}
-	d.next.Recent = remember(nil, d.sender, s.limits.Exchange)
+	d.next.Recent = remember(nil, d.sender.Identity, s.limits.Exchange)
 }
 
 // fill copies the envelope into the draft message.
@@ -310,9 +311,9 @@ func (s *Service) reply(ctx context.Context, d *draft, current *Thread, parent *
 	}
 	// The exchange window restarts whenever the state moves.
 	if d.commit.Event != nil {
-		d.next.Recent = remember(nil, d.sender, s.limits.Exchange)
+		d.next.Recent = remember(nil, d.sender.Identity, s.limits.Exchange)
 	} else {
-		d.next.Recent = remember(d.prev.Recent, d.sender, s.limits.Exchange)
+		d.next.Recent = remember(d.prev.Recent, d.sender.Identity, s.limits.Exchange)
 	}
 	return nil
 }
@@ -335,6 +336,19 @@ func (s *Service) claims(ctx context.Context, d *draft, claimID int64) error {
 			}
 			if old.Author.Identity != d.c.Identity && RoleOf(d.c, old.ThreadCreator) < RoleCreator {
 				return refuse(ReasonThreadAuthorityMissing, "%s is not yours and you have no authority over %s", ClaimKey(id), ThreadKey(old.Thread)).with("claim", ClaimKey(id))
+			}
+			// A supersession changes the superseded claim's thread too: a
+			// confirmed closed thread accepts no change (decisions §11.8). The
+			// commit re-checks it, so a close in between cannot slip through.
+			if old.Thread != d.msg.Thread {
+				other, err := s.loadThread(ctx, old.Thread)
+				if err != nil {
+					return err
+				}
+				if other.Locked() {
+					return refuse(ReasonThreadClosed, "%s belongs to %s, which is closed and confirmed; reopen it first", ClaimKey(id), ThreadKey(old.Thread)).with("claim", ClaimKey(id)).with("thread", ThreadKey(old.Thread))
+				}
+				d.commit.Open = append(d.commit.Open, old.Thread)
 			}
 			change, err := claimChange(old, kindSupersede, d.sender, nil, d.msg.ID, d.now)
 			if err != nil {
@@ -397,8 +411,11 @@ func (s *Service) checkReply(d *draft) error {
 	if th.Messages >= s.limits.ThreadMessages {
 		return refuse(ReasonLimitExceeded, "the thread holds its limit of %d messages", s.limits.ThreadMessages).with("limit", "messages").with("value", s.limits.ThreadMessages)
 	}
-	if s.limits.Exchange > 0 && !d.act.Exempt && exchangeLocked(th.Recent, sender, s.limits.Exchange) {
-		return exchangeRefusal(s.limits.Exchange)
+	// Loop damping (decisions §11.7), by identity; humans are exempt.
+	if s.limits.Exchange > 0 && !d.act.Exempt && !d.c.Human() {
+		if err := exchangeLocked(th.Recent, sender.Identity, s.limits.Exchange); err != nil {
+			return err
+		}
 	}
 	return nil
 }

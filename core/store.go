@@ -93,6 +93,9 @@ type Commit struct {
 	// Dedupe, when set, is a key that must not exist yet in the thread: the
 	// same identity's same body (ErrDuplicate).
 	Dedupe string
+	// Open are other threads the change touches (a superseded claim's): each
+	// must not be closed and confirmed when the commit lands (else a *Conflict).
+	Open []int64
 }
 
 // Conflict is the error of a commit that lost a race: the thread changed

@@ -38,9 +38,10 @@ type Thread struct {
 	QueueVersion int64
 	QueuedAt     time.Time
 
-	// Recent are the senders of the latest messages since the state last
-	// changed, at most Limits.Exchange of them: the exchange limit's window.
-	Recent []Party
+	// Recent are the identities that sent the latest messages since the
+	// state last changed, at most Limits.Exchange of them: the window of the
+	// exchange and run limits, which count identities, not extensions.
+	Recent []string
 }
 
 func (t Thread) current() Current {

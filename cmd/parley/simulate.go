@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sort"
 	"strings"
 	"time"
 
@@ -26,9 +27,10 @@ import (
 type simResult struct {
 	Scenario   string
 	Damping    bool
-	Messages   int // accepted posts, the opening one included
+	Messages   int // accepted posts, the opening ones included
+	Threads    int
 	Quiesced   bool
-	Human      bool // the thread ended awaiting a human
+	Human      bool // every thread ended awaiting a human
 	Refusals   map[string]int
 	Seconds    float64
 	CapReached bool
@@ -43,6 +45,8 @@ type bot struct {
 	selfish     bool // replies even to its own newest message
 	next        func(n int, last map[string]any) (kind, body string, ok bool)
 	flip        []string // extensions to cycle through (an evasive self-replier)
+	rotate      bool     // a new extension for every message (evades per-party counting)
+	spread      int      // after escalating, open a new thread this many times
 	gaveUp      bool
 	escalated   bool
 	n           int
@@ -159,6 +163,35 @@ var scenarios = []scenario{
 	{"self-replying bot, two extensions", "a", "Let me think aloud with two voices.", func(tok map[string]string) []*bot {
 		return []*bot{{name: "a", token: tok["a"], watch: true, selfish: true, flip: []string{"left", "right"}, next: counter("object", "My other half is wrong, %d.")}}
 	}},
+	// Adversarial agents: each one's trick defeats a rule that counts
+	// parties (identity and extension) or compares bodies byte for byte.
+	{"adversarial: objectors rotating extensions", "a", "Tabs or spaces, finally?", func(tok map[string]string) []*bot {
+		return []*bot{
+			{name: "a", token: tok["a"], watch: true, rotate: true, next: counter("object", "No, tabs are better, reason %d.")},
+			{name: "b", token: tok["b"], watch: true, rotate: true, next: counter("object", "No, spaces are better, reason %d.")},
+		}
+	}},
+	{"adversarial: one identity, three voices", "a", "A committee of one.", func(tok map[string]string) []*bot {
+		return []*bot{{name: "a", token: tok["a"], watch: true, selfish: true, flip: []string{"chair", "member", "clerk"}, next: counter("inform", "The committee notes point %d.")}}
+	}},
+	{"adversarial: politeness with disguises", "a", "Could you review my draft again?", func(tok map[string]string) []*bot {
+		disguise := func(body string) func(int, map[string]any) (string, string, bool) {
+			return func(n int, _ map[string]any) (string, string, bool) {
+				forms := []string{body, strings.ToLower(body), body + "\u200b", strings.ToUpper(body), strings.ReplaceAll(body, "é", "e\u0301"), "  " + body + "  "}
+				return "inform", forms[n%len(forms)], true
+			}
+		}
+		return []*bot{
+			{name: "a", token: tok["a"], watch: true, next: disguise("Merci, c'est parfait!")},
+			{name: "b", token: tok["b"], watch: true, next: disguise("Je vous en prie, à bientôt, café?")},
+		}
+	}},
+	{"adversarial: spreaders across threads", "a", "Round one: vim or emacs?", func(tok map[string]string) []*bot {
+		return []*bot{
+			{name: "a", token: tok["a"], watch: true, rotate: true, spread: 3, next: counter("object", "vim, argument %d.")},
+			{name: "b", token: tok["b"], watch: true, rotate: true, next: counter("object", "emacs, argument %d.")},
+		}
+	}},
 }
 
 // runScenario plays one scenario against a fresh server.
@@ -212,6 +245,7 @@ func runScenario(ctx context.Context, sc scenario, damping bool, maxMessages int
 		return res, fmt.Errorf("opening %s: %d %v", sc.name, status, err)
 	}
 	thread := opened["thread"].(map[string]any)["id"].(string)
+	threads := []string{thread}
 	res.Messages = 1
 	for res.Messages < maxMessages && time.Since(start) < maxTime {
 		spoke := false
@@ -228,6 +262,9 @@ func runScenario(ctx context.Context, sc scenario, damping bool, maxMessages int
 			me := "ainotes:" + b.name
 			if len(b.flip) > 0 {
 				b.ext = b.flip[b.n%len(b.flip)]
+			}
+			if b.rotate {
+				b.ext = fmt.Sprintf("e%d", b.n)
 			}
 			// An inbox-driven bot speaks when the thread awaits it; a
 			// naive watcher whenever the newest message is not its own
@@ -275,6 +312,22 @@ func runScenario(ctx context.Context, sc scenario, damping bool, maxMessages int
 					res.Messages++
 					spoke = true
 				}
+				// A spreader takes the quarrel to a new thread.
+				if b.spread > 0 {
+					b.spread--
+					st, opened, err := cl.do("POST", "/v1/messages", b.token, map[string]any{"kind": "ask", "body": fmt.Sprintf("Round %d: the same question, elsewhere.", len(threads)+1)})
+					if err != nil {
+						return res, err
+					}
+					if st == 201 {
+						res.Messages++
+						thread = opened["thread"].(map[string]any)["id"].(string)
+						threads = append(threads, thread)
+						for _, o := range bots {
+							o.escalated = false
+						}
+					}
+				}
 				continue
 			}
 			b.gaveUp = true
@@ -286,17 +339,23 @@ func runScenario(ctx context.Context, sc scenario, damping bool, maxMessages int
 	}
 	res.CapReached = !res.Quiesced
 	res.Seconds = time.Since(start).Seconds()
-	// Reached a human: the thread is in the human's inbox because it awaits
-	// humans (an open call would be there too, but nobody escalated it).
-	_, inbox, err := cl.do("GET", "/v1/inbox", human, nil)
+	res.Threads = len(threads)
+	// Reached a human: every thread is in the human's inbox because it
+	// awaits humans (an open call would be there too, but nobody escalated it).
+	_, inbox, err := cl.do("GET", "/v1/inbox?limit=200", human, nil)
 	if err != nil {
 		return res, err
 	}
+	escalated := map[string]bool{}
 	for _, x := range inbox["threads"].([]any) {
 		t := x.(map[string]any)
-		if aw, _ := t["awaiting"].(map[string]any); t["id"] == thread && aw["scope"] == "human" {
-			res.Human = true
+		if aw, _ := t["awaiting"].(map[string]any); aw["scope"] == "human" {
+			escalated[t["id"].(string)] = true
 		}
+	}
+	res.Human = true
+	for _, th := range threads {
+		res.Human = res.Human && escalated[th]
 	}
 	return res, nil
 }
@@ -353,7 +412,7 @@ func runSimulation(ctx context.Context, maxMessages int, maxTime time.Duration) 
 
 func simTable(results []simResult, maxMessages int) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "| scenario | damping | messages | quiet? | reached a human | refusals |\n|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "| scenario | damping | threads | messages | quiet? | every thread reached a human | refusals |\n|---|---|---|---|---|---|---|\n")
 	for _, r := range results {
 		damping, quiet, human := "off", "no — cap", "no"
 		if r.Damping {
@@ -376,7 +435,8 @@ func simTable(results []simResult, maxMessages int) string {
 		if r.CapReached {
 			msgs = fmt.Sprintf("≥ %d (cap)", r.Messages)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", r.Scenario, damping, msgs, quiet, human, strings.Join(refusals, ", "))
+		sort.Strings(refusals)
+		fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s | %s |\n", r.Scenario, damping, r.Threads, msgs, quiet, human, strings.Join(refusals, ", "))
 	}
 	fmt.Fprintf(&b, "\nCap: %d accepted messages per scenario. Regenerate with `make simulate`.\n", maxMessages)
 	return b.String()

@@ -56,6 +56,13 @@ func (s *Store) Commit(ctx context.Context, c core.Commit) error {
 	for _, ch := range c.Claims {
 		items = append(items, s.claimWrites(ch)...)
 	}
+	for _, th := range c.Open {
+		items = append(items, types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
+			TableName: &s.table, Key: s.key(threadPK(th), threadSK),
+			ConditionExpression:       aws.String("attribute_exists(pk) AND NOT (st = :closed AND attribute_exists(cfa))"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":closed": str(string(core.StateClosed))},
+		}})
+	}
 	dedupeAt := -1
 	if c.Dedupe != "" {
 		dedupeAt = len(items)

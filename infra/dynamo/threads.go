@@ -37,11 +37,7 @@ func encodeThread(t core.Thread, stamp time.Time) item {
 	if t.StateMsg != 0 {
 		it.setN("smsg", t.StateMsg)
 	}
-	recent := make([]string, len(t.Recent))
-	for i, p := range t.Recent {
-		recent[i] = p.Identity + "/" + p.Extension
-	}
-	it.setS("rc", strings.Join(recent, "|"))
+	it.setS("rc", strings.Join(t.Recent, "|"))
 	it.setS("st_pk", "state#"+string(t.State))
 	it.setS("st_sk", pad15(t.ID))
 	it.setS("ls_pk", threadsAll)
@@ -99,8 +95,8 @@ func decodeThread(it item) core.Thread {
 	}
 	if rc := it.s("rc"); rc != "" {
 		for _, p := range strings.Split(rc, "|") {
-			id, ext, _ := strings.Cut(p, "/")
-			t.Recent = append(t.Recent, core.Party{Identity: id, Extension: ext})
+			id, _, _ := strings.Cut(p, "/") // an older item kept the extension after a slash
+			t.Recent = append(t.Recent, id)
 		}
 	}
 	// The root is the thread's first message; its author is the creator,

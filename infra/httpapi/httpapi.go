@@ -192,15 +192,16 @@ func (a *API) args(r *http.Request, op *core.Operation) ([]byte, error) {
 		return nil, core.Refuse(core.ReasonTooLarge, "the request body exceeds %d bytes", limit).With("limit", limit)
 	}
 	if len(body) > 0 {
-		if !slices.ContainsFunc(op.Params, func(p core.Param) bool { return p.In == "body" }) {
-			return nil, core.Invalid("body", "%s %s takes no body", op.Method, op.Path)
-		}
 		if err := core.DecodeStrict(body, &members); err != nil {
 			ref := core.AsRefusal(err)
 			if ref.Detail["field"] == "body" {
 				return nil, core.Invalid("body", "the body must be one JSON object: %s", ref.Message)
 			}
 			return nil, ref
+		}
+		// An operation that takes no body takes an empty object too.
+		if len(members) > 0 && !slices.ContainsFunc(op.Params, func(p core.Param) bool { return p.In == "body" }) {
+			return nil, core.Invalid("body", "%s %s takes no body", op.Method, op.Path)
 		}
 	}
 	query, err := url.ParseQuery(r.URL.RawQuery)

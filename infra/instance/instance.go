@@ -13,6 +13,7 @@ import (
 
 	"github.com/ainotes/parley/core"
 	"github.com/ainotes/parley/infra/config"
+	"github.com/ainotes/parley/infra/console"
 	"github.com/ainotes/parley/infra/dynamo"
 	"github.com/ainotes/parley/infra/httpapi"
 	"github.com/ainotes/parley/infra/mcpapi"
@@ -76,9 +77,9 @@ func Open(ctx context.Context, cfg Config) (*Instance, error) {
 	return &Instance{Client: client, Store: st, Service: svc}, nil
 }
 
-// Handler serves both transports on one mux, as `parley serve` does: the
-// HTTP API at /v1 (and its 404/405 answers everywhere else) and MCP at
-// /mcp. The returned mux takes more routes (the console).
+// Handler serves everything on one mux, as `parley serve` does: the HTTP
+// API at /v1 (and its 404/405 answers everywhere else), MCP at /mcp, and
+// the moderation console at / and /ui/.
 func (i *Instance) Handler(log *slog.Logger) (*http.ServeMux, error) {
 	api, err := httpapi.New(i.Service, log)
 	if err != nil {
@@ -90,5 +91,6 @@ func (i *Instance) Handler(log *slog.Logger) (*http.ServeMux, error) {
 	}
 	mux := api.Handler()
 	mux.Handle("/mcp", m)
+	console.Mount(mux)
 	return mux, nil
 }
