@@ -49,10 +49,10 @@ func TestDedupeKey(t *testing.T) {
 		{" hi \n there ", "hi there"},
 		{"Hello World", "hello world"},
 		{"hello\u200b", "hello"},
-		{"caf\u0065\u0301", "caf\u00e9"},   // decomposed and composed é
-		{"ﬁle", "file"},                    // a compatibility ligature
-		{"STRASSE", "straße"},              // case folding, not lower-casing
-		{"a\u00a0b", "a b"},                // no-break space is space
+		{"caf\u0065\u0301", "caf\u00e9"},    // decomposed and composed é
+		{"ﬁle", "file"},                     // a compatibility ligature
+		{"STRASSE", "straße"},               // case folding, not lower-casing
+		{"a\u00a0b", "a b"},                 // no-break space is space
 		{"\u2060x\u2060y", "x y"[:1] + "y"}, // word joiners vanish
 	}
 	for _, p := range same {
