@@ -259,7 +259,7 @@ func (s *Service) open(d *draft, id int64) {
 	d.next = Thread{
 		ID: id, Creator: d.sender, CreatedAt: d.now, UpdatedAt: d.now, Title: titleOf(d.env.Body), Version: 1, Messages: 1,
 		State: StateOpen, Origin: origin, ConfirmedAt: &d.now, Label: labelOf(d.c), StateBy: d.c.Identity, StateAt: d.now,
-		StateMsg: d.msg.ID, Root: d.msg,
+		StateMsg: d.msg.ID, RootKind: d.msg.Kind,
 	}
 	d.commit.Event = &Event{Thread: id, Seq: 1, To: StateOpen, Origin: origin, Actor: d.c.Identity, Label: d.next.Label, At: d.now, Confirmed: true, Cause: MessageKey(d.msg.ID)}
 	d.next.Recent = remember(nil, d.sender.Identity, s.limits.Exchange)
@@ -427,7 +427,7 @@ func (s *Service) checkReply(d *draft) error {
 func (s *Service) readParent(ctx context.Context, thread, parent int64) (Thread, Message, error) {
 	if parent == 0 {
 		th, err := s.loadThread(ctx, thread)
-		return th, th.Root, err
+		return th, th.root(), err
 	}
 	missing := refuse(ReasonMessageNotFound, "there is no message %s", MessageKey(parent)).with("parent", MessageKey(parent))
 	if other, _ := MessageParts(parent); other != thread {

@@ -12,7 +12,7 @@ type Thread struct {
 	CreatedAt time.Time
 	UpdatedAt time.Time
 	Title     string // the root message's body, shortened
-	Root      Message
+	RootKind  Kind // the act of the thread's first message
 	Messages  int   // how many messages the thread holds
 	Version   int64 // bumped by every write; conditional writes compare it
 
@@ -46,6 +46,16 @@ type Thread struct {
 
 func (t Thread) current() Current {
 	return Current{State: t.State, Confirmed: t.ConfirmedAt != nil, By: t.ConfirmedBy}
+}
+
+// root is the thread's first message as a reply's parent: its author is the
+// creator, and an ask root is its own asker.
+func (t Thread) root() Message {
+	m := Message{ID: MessageID(t.ID, 1), Thread: t.ID, Kind: t.RootKind, From: t.Creator, Depth: 1}
+	if t.RootKind == KindAsk {
+		m.Asker = t.Creator
+	}
+	return m
 }
 
 // Why the review queue holds a thread (decisions §11.9).

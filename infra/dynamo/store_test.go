@@ -29,7 +29,7 @@ var bob = core.Party{Identity: "ainotes:bob", Extension: "w1"}
 // thread builds a thread at a version; the store fills its stamps.
 func thread(id, ver int64, aw core.Awaiting, at time.Time) core.Thread {
 	return core.Thread{ID: id, Creator: alice, Version: ver, State: core.StateOpen, Origin: core.OriginLLM, ConfirmedAt: &at,
-		CreatedAt: at, UpdatedAt: at, Root: core.Message{ID: core.MessageID(id, 1), Kind: core.KindAsk}, Messages: 1,
+		CreatedAt: at, UpdatedAt: at, RootKind: core.KindAsk, Messages: 1,
 		Awaiting: aw, AwaitingVersion: ver}
 }
 

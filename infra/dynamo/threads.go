@@ -22,7 +22,7 @@ func encodeThread(t core.Thread, stamp time.Time) item {
 	it.setT("cat", t.CreatedAt)
 	it.setT("uat", t.UpdatedAt)
 	it.setS("title", t.Title)
-	it.setS("r_kind", string(t.Root.Kind))
+	it.setS("r_kind", string(t.RootKind))
 	it.setN("msgs", int64(t.Messages))
 	it.setN("ver", t.Version)
 	it.setS("st", string(t.State))
@@ -99,12 +99,7 @@ func decodeThread(it item) core.Thread {
 			t.Recent = append(t.Recent, id)
 		}
 	}
-	// The root is the thread's first message; its author is the creator,
-	// and an ask root is its own asker.
-	t.Root = core.Message{ID: core.MessageID(t.ID, 1), Thread: t.ID, Kind: core.Kind(it.s("r_kind")), From: t.Creator, Depth: 1}
-	if t.Root.Kind == core.KindAsk {
-		t.Root.Asker = t.Creator
-	}
+	t.RootKind = core.Kind(it.s("r_kind"))
 	return t
 }
 
