@@ -12,9 +12,9 @@ type Thread struct {
 	CreatedAt time.Time
 	UpdatedAt time.Time
 	Title     string // the root message's body, shortened
-	RootKind  Kind // the act of the thread's first message
-	Messages  int   // how many messages the thread holds
-	Version   int64 // bumped by every write; conditional writes compare it
+	RootKind  Kind   // the act of the thread's first message
+	Messages  int    // how many messages the thread holds
+	Version   int64  // bumped by every write; conditional writes compare it
 
 	State       State
 	Origin      Origin
