@@ -27,6 +27,16 @@ func checkClaimAct(c Caller, cl Claim, act Act) error {
 	return nil
 }
 
+// checkClaimOpen refuses acts on a superseded claim, refuted or not: it
+// accepts nothing more. Checked after who may act, so a caller learns the
+// rule that concerns them first.
+func checkClaimOpen(cl Claim) error {
+	if cl.SupersededBy != 0 {
+		return refuse(ReasonInvalidTransition, "%s was superseded by %s; it accepts nothing", ClaimKey(cl.ID), ClaimKey(cl.SupersededBy)).with("claim", ClaimKey(cl.ID)).with("superseded_by", ClaimKey(cl.SupersededBy))
+	}
+	return nil
+}
+
 // claimChange applies one act to a claim and returns the write: the claim
 // at its next version and the history record.
 func claimChange(cl Claim, kind Kind, actor Party, ev []Evidence, msg int64, now time.Time) (ClaimChange, error) {

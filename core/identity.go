@@ -63,6 +63,8 @@ type Caller struct {
 	Rights   []Right
 	Label    string // the lock holder's label, shown as "KI · <label>"
 	TokenID  string
+
+	tokenHash string // the token's lookup key (subscriptions die with it)
 }
 
 // Human reports whether the caller is a human; a human has every right.

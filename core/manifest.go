@@ -88,11 +88,21 @@ type ManifestRight struct {
 // Profile is an optional extension of the protocol and the kinds it adds.
 type Profile struct {
 	Name          string       `json:"name"`
-	Kinds         []Kind       `json:"kinds"`
-	ClaimStates   []ClaimState `json:"claim_states"`
-	EvidenceKinds []string     `json:"evidence_kinds"`
-	Evidence      string       `json:"evidence"`
-	Rules         []string     `json:"rules"`
+	Kinds         []Kind       `json:"kinds,omitempty"`
+	ClaimStates   []ClaimState `json:"claim_states,omitempty"`
+	EvidenceKinds []string     `json:"evidence_kinds,omitempty"`
+	Evidence      string       `json:"evidence,omitempty"`
+	// Events, Signature and Delivery describe the push profile.
+	Events    []ManifestEvent `json:"events,omitempty"`
+	Signature string          `json:"signature,omitempty"`
+	Delivery  string          `json:"delivery,omitempty"`
+	Rules     []string        `json:"rules"`
+}
+
+// ManifestEvent is one kind of push delivery.
+type ManifestEvent struct {
+	Event string `json:"event"`
+	When  string `json:"when"`
 }
 
 // ManifestRefusal is one refusal reason; HTTPStatus is filled by the
@@ -168,6 +178,24 @@ func (s *Service) Manifest() Manifest {
 				"verify needs the verify right and moves supported → verified; not one's own claim (self_attest)",
 				"refute (counter-evidence) moves any state but superseded to refuted, verified included",
 				"superseded claims accept nothing; a refuted claim that is superseded stays refuted and gains superseded_by; a claim past valid_until reads as expired without changing state",
+			},
+		})
+	}
+	if s.pushOn {
+		m.Profiles = append(m.Profiles, Profile{
+			Name: ProfilePush,
+			Events: []ManifestEvent{
+				{PushTurn, "the thread now awaits you (your inbox gained it); body: the thread as inbox shows it"},
+				{PushState, "any event of the thread (or of every thread): posted, marked, confirmed, reopened; body: the event as events shows it"},
+				{PushMessage, "a message was stored in the thread; body: the message as get_thread shows it"},
+			},
+			Signature: "Parley-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, \"<t>.<raw body>\")>; compare in constant time and reject a t older than 5 minutes",
+			Delivery:  "POST url, Content-Type application/json, headers Parley-Event and Parley-Delivery (stable across retries: drop repeats); a 2xx within 10 s ends it; otherwise retried with exponential backoff and jitter (10 s doubling, at most 1 h apart) for 24 hours, then dropped and counted; redirects are not followed; at most 64 KiB of the answer is read",
+			Rules: []string{
+				"subscribe needs the read right; a token holds at most 20 subscriptions; they die with the token",
+				"https only; plain http only to loopback on a local server; hosts resolving to private, loopback, link-local or metadata addresses are refused on a deployed instance, at subscribe and again at every delivery",
+				"the signing secret is shown once, by subscribe; list_subscriptions never shows it",
+				"at least once: a receiver sees a delivery id again after a lost answer and must treat repeats as one",
 			},
 		})
 	}

@@ -79,7 +79,7 @@ func (s *Service) change(ctx context.Context, c Caller, thread int64, op Op, to 
 		ev := s.apply(&next, c, out, string(op), now)
 		next.Recent = nil // the state moved: the exchange window restarts
 		next.queue(th)
-		if err := s.store.Commit(ctx, Commit{Thread: next, PrevVersion: th.Version, Event: ev}); err != nil {
+		if err := s.commit(ctx, &th, Commit{Thread: next, PrevVersion: th.Version, Event: ev}); err != nil {
 			return err
 		}
 		res = viewState(next)

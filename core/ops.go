@@ -192,6 +192,16 @@ func build() []*Operation {
 		define(Operation{Name: "list_claims", Title: "List claims", Right: RightRead, Profile: ProfileDialectic, Method: "GET", Path: "/v1/claims", ReadOnly: true, Idempotent: true,
 			Does: "Lists claims (dialectic profile), newest first, optionally of one thread and/or in one state. Pass the returned cursor to get the next page; null means the end."},
 			(*Service).ListClaims),
+		define(Operation{Name: "subscribe", Title: "Subscribe to deliveries", Right: RightRead, Profile: ProfilePush, Method: "POST", Path: "/v1/subscriptions", Created: true,
+			Location: func(any) string { return "/v1/subscriptions" },
+			Does:     "Asks for signed webhooks (push profile): turn (your inbox gained a thread), state (a thread's state changed), message (a message was stored), for one thread or the whole instance. Returns the subscription and its signing secret, once: store it. Deliveries: POST url with the entry's JSON and the headers Parley-Event, Parley-Delivery (a stable id: drop repeats) and Parley-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, \"<t>.<body>\")>; retried with backoff for 24 hours until a 2xx."},
+			(*Service).Subscribe),
+		define(Operation{Name: "list_subscriptions", Title: "List your subscriptions", Right: RightRead, Profile: ProfilePush, Method: "GET", Path: "/v1/subscriptions", ReadOnly: true, Idempotent: true,
+			Does: "Lists your token's subscriptions (push profile) with how their deliveries went: delivered, failed attempts, dropped, pending, last success and last failure. Never a secret."},
+			(*Service).ListSubscriptions),
+		define(Operation{Name: "unsubscribe", Title: "Unsubscribe", Right: RightRead, Profile: ProfilePush, Method: "DELETE", Path: "/v1/subscriptions/{id}", Idempotent: true,
+			Does: "Removes one of your subscriptions (push profile); its deliveries stop."},
+			(*Service).Unsubscribe),
 	}
 }
 
@@ -222,7 +232,7 @@ func (s *Service) Operation(name string) (*Operation, bool) {
 }
 
 func (s *Service) serves(profile string) bool {
-	return profile == "" || (profile == ProfileDialectic && s.dialectic)
+	return profile == "" || (profile == ProfileDialectic && s.dialectic) || (profile == ProfilePush && s.pushOn)
 }
 
 // Call runs one operation for a caller, in the order of decisions §11.2:

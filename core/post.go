@@ -223,7 +223,11 @@ func (s *Service) postOnce(ctx context.Context, c Caller, env Envelope, ids post
 		}
 		d.commit.Idempotency = &rec
 	}
-	if err := s.store.Commit(ctx, d.commit); err != nil {
+	var prev *Thread
+	if !newThread {
+		prev = &d.prev
+	}
+	if err := s.commit(ctx, prev, d.commit); err != nil {
 		return PostResult{}, err
 	}
 	return res, nil
@@ -350,6 +354,9 @@ func (s *Service) claims(ctx context.Context, d *draft, claimID int64) error {
 				}
 				d.commit.Open = append(d.commit.Open, old.Thread)
 			}
+			if old.SupersededBy != 0 {
+				return refuse(ReasonInvalidTransition, "%s was superseded by %s already", ClaimKey(id), ClaimKey(old.SupersededBy)).with("claim", ClaimKey(id))
+			}
 			change, err := claimChange(old, kindSupersede, d.sender, nil, d.msg.ID, d.now)
 			if err != nil {
 				return err
@@ -391,7 +398,8 @@ func (s *Service) turn(d *draft, newThread bool) {
 }
 
 // checkReply applies the refusals of a reply into an existing thread, in
-// order: closed, the verify right, self_attest, self_reply, the limits.
+// order: closed, the verify right, self_attest, self_reply, a superseded
+// target, the limits.
 func (s *Service) checkReply(d *draft) error {
 	th, parent, sender := d.prev, d.parent, d.sender
 	if th.Locked() {
@@ -404,6 +412,11 @@ func (s *Service) checkReply(d *draft) error {
 	}
 	if parent.From == sender {
 		return refuse(ReasonSelfReply, "the same (identity, extension) cannot reply to its own message").with("parent", MessageKey(parent.ID))
+	}
+	if d.target != nil {
+		if err := checkClaimOpen(*d.target); err != nil {
+			return err
+		}
 	}
 	if parent.Depth+1 > s.limits.Depth {
 		return refuse(ReasonLimitExceeded, "the thread may be at most %d messages deep", s.limits.Depth).with("limit", "depth").with("value", s.limits.Depth)

@@ -29,6 +29,7 @@ var enums = map[reflect.Type]func() []string{
 	},
 	reflect.TypeFor[Origin]():     func() []string { return []string{string(OriginUser), string(OriginLLM)} },
 	reflect.TypeFor[AwaitScope](): func() []string { return []string{string(AwaitParty), string(AwaitAny), string(AwaitHuman)} },
+	reflect.TypeFor[Confirmer]():  func() []string { return []string{string(ByLock), string(ByHuman)} },
 	reflect.TypeFor[Reason]():     func() []string { return strs(Reasons, func(r Reason) string { return string(r) }) },
 }
 

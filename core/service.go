@@ -37,6 +37,14 @@ type Options struct {
 	// HTTPStatus gives a refusal reason's HTTP status, for the manifest;
 	// the table lives with the transports (infra/refusal).
 	HTTPStatus func(Reason) int
+	// Push is where webhooks may go and the key that signs them; the push
+	// profile runs when it has a key (and Profiles, if given, names it).
+	Push PushPolicy
+	// Committed, when set, hears of every change this process commits: the
+	// thread as it was (nil for a new one) and the commit. It must not
+	// block (a local server's push deliveries start here; on AWS the
+	// table's stream does this).
+	Committed func(prev *Thread, c Commit)
 }
 
 // Service is the one implementation of every operation. Both transports call
@@ -54,6 +62,9 @@ type Service struct {
 	status     func(Reason) int
 	// dialectic is true when the dialectic profile is on.
 	dialectic bool
+	push      PushPolicy
+	pushOn    bool
+	committed func(prev *Thread, c Commit)
 }
 
 // NewService builds the service on a store.
@@ -83,11 +94,17 @@ func NewService(store Store, o Options) (*Service, error) {
 		o.IdempotencyTTL = 24 * time.Hour
 	}
 	s := &Service{store: store, realm: o.Realm, limits: o.Limits, clock: o.Clock, contention: o.Contention,
-		idemTTL: o.IdempotencyTTL, tokenTTL: o.TokenCacheTTL, dialectic: o.Profiles == nil, status: o.HTTPStatus}
+		idemTTL: o.IdempotencyTTL, tokenTTL: o.TokenCacheTTL, dialectic: o.Profiles == nil, status: o.HTTPStatus,
+		push: o.Push, pushOn: o.Profiles == nil && len(o.Push.Key) > 0, committed: o.Committed}
 	for _, p := range o.Profiles {
 		switch p {
 		case ProfileDialectic:
 			s.dialectic = true
+		case ProfilePush:
+			if len(o.Push.Key) == 0 {
+				return nil, errors.New("core: the push profile needs a push key")
+			}
+			s.pushOn = true
 		default:
 			return nil, errors.New("core: unknown profile " + p)
 		}
@@ -95,6 +112,17 @@ func NewService(store Store, o Options) (*Service, error) {
 	s.rate = &rateBudget{store: store, limit: o.Limits.PostsPerMinute, clock: o.Clock, left: map[string]int{}, chunk: map[string]int{}}
 	s.tokens = &tokenCache{store: store, ttl: o.TokenCacheTTL, clock: o.Clock, entries: map[string]cachedToken{}}
 	return s, nil
+}
+
+// commit writes a change and tells the Committed observer.
+func (s *Service) commit(ctx context.Context, prev *Thread, c Commit) error {
+	if err := s.store.Commit(ctx, c); err != nil {
+		return err
+	}
+	if s.committed != nil {
+		s.committed(prev, c)
+	}
+	return nil
 }
 
 // Realm is the instance's realm.

@@ -71,6 +71,20 @@ type Store interface {
 	// did. The counter item expires at expires. Release gives n back.
 	ReserveRate(ctx context.Context, key string, n, limit int, expires time.Time) (int, bool, error)
 
+	// PutSubscription stores a new subscription unless its token holds
+	// limit already (ErrFull).
+	PutSubscription(ctx context.Context, s Subscription, limit int) error
+	// Subscription reads one subscription.
+	Subscription(ctx context.Context, id string) (Subscription, error)
+	// Subscriptions lists a token's subscriptions ("" for every one).
+	Subscriptions(ctx context.Context, tokenID string) ([]Subscription, error)
+	// DeleteSubscription removes a token's subscription; ErrNotFound when
+	// the token has none of that id.
+	DeleteSubscription(ctx context.Context, id, tokenID string) (Subscription, error)
+	// RecordDelivery counts a delivery's outcome on its subscription (a
+	// subscription that is gone is not an error).
+	RecordDelivery(ctx context.Context, id string, o DeliveryOutcome) error
+
 	// Claim reads one claim item, strongly consistent.
 	Claim(ctx context.Context, id int64) (Claim, error)
 	// ClaimHistory reads a claim with its records, oldest first.
@@ -197,6 +211,8 @@ var (
 	ErrExists = errors.New("exists")
 	// ErrDuplicate: the commit's dedupe key exists already.
 	ErrDuplicate = errors.New("duplicate")
+	// ErrFull: a bounded count (a token's subscriptions) is at its bound.
+	ErrFull = errors.New("full")
 	// ErrPosition: a position the store did not issue.
 	ErrPosition = errors.New("not a position of this store")
 	// ErrUnavailable: storage is throttled, down or unreachable; nothing was

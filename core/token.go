@@ -257,5 +257,5 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (Caller, erro
 	if err != nil {
 		return Caller{}, err
 	}
-	return Caller{Identity: t.Identity, Rights: t.Rights, Label: t.Label, TokenID: t.ID}, nil
+	return Caller{Identity: t.Identity, Rights: t.Rights, Label: t.Label, TokenID: t.ID, tokenHash: t.Hash}, nil
 }

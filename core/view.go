@@ -33,10 +33,14 @@ func viewAwaiting(a Awaiting) *AwaitingView {
 
 // ThreadState is a thread's state fields: what post, mark, confirm and reopen return.
 type ThreadState struct {
-	ID               string        `json:"id"`
-	State            State         `json:"state"`
-	StateOrigin      Origin        `json:"state_origin"`
-	StateConfirmedAt *time.Time    `json:"state_confirmed_at"`
+	ID               string     `json:"id"`
+	State            State      `json:"state"`
+	StateOrigin      Origin     `json:"state_origin"`
+	StateConfirmedAt *time.Time `json:"state_confirmed_at"`
+	// StateConfirmedBy says who confirmed the state — "lock" (a lock
+	// holder) or "human" — and so who may change it; null for a proposal
+	// or a state no authority confirmed (a thread's first open).
+	StateConfirmedBy *Confirmer    `json:"state_confirmed_by"`
 	StateLabel       string        `json:"state_label,omitempty"`
 	StateBy          string        `json:"state_by"`
 	Proposal         bool          `json:"proposal"`
@@ -48,10 +52,18 @@ type ThreadState struct {
 	UpdatedAt       time.Time `json:"updated_at"`
 }
 
+func confirmedBy(t Thread) *Confirmer {
+	if t.ConfirmedAt == nil || t.ConfirmedBy == ByNone {
+		return nil
+	}
+	by := t.ConfirmedBy
+	return &by
+}
+
 func viewState(t Thread) ThreadState {
 	return ThreadState{
 		ID: ThreadKey(t.ID), State: t.State, StateOrigin: t.Origin,
-		StateConfirmedAt: t.ConfirmedAt, StateLabel: t.Label, StateBy: t.StateBy,
+		StateConfirmedAt: t.ConfirmedAt, StateConfirmedBy: confirmedBy(t), StateLabel: t.Label, StateBy: t.StateBy,
 		Proposal: t.ConfirmedAt == nil, Awaiting: viewAwaiting(t.Awaiting), AwaitingVersion: t.AwaitingVersion,
 		Version: t.Version, UpdatedAt: t.UpdatedAt,
 	}
@@ -219,3 +231,14 @@ type Whoami struct {
 	Label      string  `json:"label,omitempty"`
 	TokenID    string  `json:"token_id"`
 }
+
+// The views as both transports and the push deliveries show them.
+
+// ViewSummary is a thread as list_threads and the inbox show it.
+func ViewSummary(t Thread) ThreadSummary { return viewSummary(t) }
+
+// ViewMessage is a message as get_thread shows it (without replies).
+func ViewMessage(m Message, now time.Time) *MessageView { return viewMessage(m, now) }
+
+// ViewEvent is an event as the events feed shows it.
+func ViewEvent(e Event) EventView { return viewEvent(e) }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -11,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -89,7 +91,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	tokens := fs.String("tokens", "", "JSON file of tokens to load (stored hashed)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	rateLimit := fs.Int("rate-limit", core.ReferenceLimits().PostsPerMinute, "posts per token per minute, enforced through DynamoDB; 0 = off")
-	profiles := fs.String("profiles", core.ProfileDialectic, `optional profiles to run, comma-separated ("dialectic"), or "none"`)
+	profiles := fs.String("profiles", core.ProfileDialectic+","+core.ProfilePush, `optional profiles to run, comma-separated ("dialectic", "push"), or "none"`)
+	pushKey := fs.String("push-key", "", "the key that derives webhook secrets (push profile); default: a random one for this process")
 	if err := fs.Parse(args); err != nil {
 		return errUsage
 	}
@@ -113,11 +116,38 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	limits := core.ReferenceLimits()
 	limits.PostsPerMinute = *rateLimit
-	inst, err := sf.open(ctx, core.Options{Profiles: config.ParseProfiles(*profiles), Limits: limits}, true)
+	profs := config.ParseProfiles(*profiles)
+	key := []byte(*pushKey)
+	if len(key) == 0 && slices.Contains(profs, core.ProfilePush) {
+		// Webhook secrets derive from the key: a random one is fine for a
+		// store that dies with the process; for a lasting one, pass the key.
+		key = make([]byte, 32)
+		if _, err := rand.Read(key); err != nil {
+			return err
+		}
+		if !embedded {
+			logger.Warn("push: no --push-key; webhook secrets change when this server restarts")
+		}
+	}
+	if err := sf.check(); err != nil {
+		return err
+	}
+	sf.realm = strings.TrimSpace(sf.realm)
+	inst, err := instance.Open(ctx, instance.Config{
+		DynamoDB: sf.dynamodb, Table: sf.table, Create: true, LocalPush: true, Log: logger,
+		Service: core.Options{Realm: sf.realm, Profiles: profs, Limits: limits,
+			// Receivers on loopback and plain http only for a server that is
+			// itself on loopback: a local one.
+			Push: core.PushPolicy{Key: key, Local: loopbackAddr(*addr)}},
+	})
 	if err != nil {
 		return err
 	}
 	svc := inst.Service
+	if inst.Push != nil {
+		inst.Push.Run(ctx, 4)
+		defer inst.Push.Wait()
+	}
 	if *tokens != "" {
 		n, err := loadTokens(ctx, svc, *tokens)
 		if err != nil {
@@ -190,4 +220,17 @@ func printDemo(ctx context.Context, svc *core.Service, base string, w io.Writer)
 	fmt.Fprintf(w, "Post a first ask as alice:\n  curl -s -X POST %s/v1/messages -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' -d '%s'\n", base, secrets[0], body)
 	fmt.Fprintf(w, "Manifest: curl -s %s/v1/manifest   MCP: POST %s/mcp\n", base, base)
 	return nil
+}
+
+// loopbackAddr reports whether a listen address is on loopback only.
+func loopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

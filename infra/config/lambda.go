@@ -62,7 +62,7 @@ func FromEnv(getenv func(string) string) (Lambda, error) {
 	if s := getenv("PARLEY_TOKEN_CACHE_TTL"); s != "" {
 		d, err := time.ParseDuration(s)
 		if err != nil || d < 0 {
-			return c, fmt.Errorf("config: PARLEY_TOKEN_CACHE_TTL %q is not a duration", s)
+			return c, fmt.Errorf("config: PARLEY_TOKEN_CACHE_TTL %q is not a duration with a unit, such as 30s, 1m or 0s", s)
 		}
 		c.TokenCacheTTL = d
 	}
@@ -76,7 +76,7 @@ func FromEnv(getenv func(string) string) (Lambda, error) {
 	}
 	c.Profiles = ParseProfiles(getenv("PARLEY_PROFILES"))
 	for _, p := range c.Profiles {
-		if p != core.ProfileDialectic {
+		if p != core.ProfileDialectic && p != core.ProfilePush {
 			return c, fmt.Errorf("config: PARLEY_PROFILES: unknown profile %q", p)
 		}
 	}

@@ -106,7 +106,7 @@ func classifyTransact(err error, marked map[int]error) error {
 	}
 	// The idempotency record first: when it exists this post was stored
 	// already (a lost response retried), whatever else failed with it.
-	for _, want := range []error{core.ErrExists, core.ErrDuplicate} {
+	for _, want := range []error{core.ErrExists, core.ErrDuplicate, core.ErrNotFound, core.ErrFull} {
 		for i, r := range tce.CancellationReasons {
 			if e, ok := marked[i]; ok && i >= 0 && e == want && aws.ToString(r.Code) == "ConditionalCheckFailed" {
 				return e

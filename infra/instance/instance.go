@@ -8,6 +8,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/ainotes/parley/infra/dynamo"
 	"github.com/ainotes/parley/infra/httpapi"
 	"github.com/ainotes/parley/infra/mcpapi"
+	"github.com/ainotes/parley/infra/push"
 	"github.com/ainotes/parley/infra/refusal"
 )
 
@@ -37,6 +39,11 @@ type Config struct {
 	// ClientOptions adjust the DynamoDB client (tests and benchmarks add
 	// middleware with them).
 	ClientOptions []func(*dynamodb.Options)
+	// LocalPush runs the push profile's deliveries in this process, fed by
+	// its commits (parley serve); on AWS the stream and queue functions do.
+	LocalPush bool
+	// Log receives the deliveries' log lines (LocalPush).
+	Log *slog.Logger
 }
 
 // Instance is a wired instance.
@@ -44,6 +51,8 @@ type Instance struct {
 	Client  *dynamodb.Client
 	Store   *dynamo.Store
 	Service *core.Service
+	// Push delivers webhooks in this process (LocalPush); nil otherwise.
+	Push *push.Runner
 }
 
 // Open connects to the table and builds the service.
@@ -70,11 +79,28 @@ func Open(ctx context.Context, cfg Config) (*Instance, error) {
 	}
 	o := cfg.Service
 	o.HTTPStatus = refusal.Status
+	var runner atomic.Pointer[push.Runner]
+	if cfg.LocalPush {
+		o.Committed = func(prev *core.Thread, c core.Commit) {
+			if r := runner.Load(); r != nil {
+				r.Observe(prev, c)
+			}
+		}
+	}
 	svc, err := core.NewService(st, o)
 	if err != nil {
 		return nil, err
 	}
-	return &Instance{Client: client, Store: st, Service: svc}, nil
+	inst := &Instance{Client: client, Store: st, Service: svc}
+	if cfg.LocalPush && svc.PushOn() {
+		d, err := push.NewDeliverer(svc, cfg.Log)
+		if err != nil {
+			return nil, err
+		}
+		inst.Push = push.NewRunner(d)
+		runner.Store(inst.Push)
+	}
+	return inst, nil
 }
 
 // Handler serves everything on one mux, as `parley serve` does: the HTTP

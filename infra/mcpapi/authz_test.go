@@ -19,6 +19,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 	expect := map[string]map[string]string{
 		"get_manifest": {"none": ok, "revoked": "unauthenticated", "reader": ok, "writer": ok, "creator": ok, "lock": ok, "verifier": ok, "human": ok},
 		"whoami":       read, "get_thread": read, "list_threads": read, "events": read, "inbox": read, "get_claim": read, "list_claims": read,
+		"subscribe": read, "list_subscriptions": read, "unsubscribe": read,
 		"post":    {"none": "unauthenticated", "revoked": "unauthenticated", "reader": "token_right_missing", "writer": ok, "creator": ok, "lock": ok, "verifier": ok, "human": ok},
 		"mark":    {"none": "unauthenticated", "revoked": "unauthenticated", "reader": "token_right_missing", "writer": "thread_authority_missing", "creator": ok, "lock": ok, "verifier": "thread_authority_missing", "human": ok},
 		"confirm": {"none": "unauthenticated", "revoked": "unauthenticated", "reader": "token_right_missing", "writer": "thread_authority_missing", "creator": "thread_authority_missing", "lock": ok, "verifier": "thread_authority_missing", "human": ok},
@@ -84,10 +85,21 @@ func TestAuthorizationMatrix(t *testing.T) {
 						args["state"] = "decided"
 					case "confirm":
 						args["state"] = "answered"
-					case "get_manifest", "whoami", "list_threads", "inbox", "list_claims", "queue", "list_tokens":
+					case "get_manifest", "whoami", "list_threads", "inbox", "list_claims", "queue", "list_tokens", "list_subscriptions":
 						args = map[string]any{}
 					case "get_claim":
 						args = map[string]any{"claim": claim}
+					case "subscribe":
+						args = map[string]any{"url": "http://127.0.0.1:9/hook", "events": []any{"turn"}, "thread": th}
+					case "unsubscribe": // the caller's own subscription, when it has a token
+						args = map[string]any{"id": "sub_0000000000000000"}
+						if caller, err := s.env.Service.Authenticate(ctx, s.secret[who]); err == nil {
+							sub, err := s.env.Service.Subscribe(ctx, caller, core.SubscribeInput{URL: "http://127.0.0.1:9/hook", Events: []string{"state"}})
+							if err != nil {
+								t.Fatal(err)
+							}
+							args["id"] = sub.ID
+						}
 					case "create_token":
 						args = map[string]any{"identity": fmt.Sprintf("ainotes:made%d", n), "rights": []any{"read"}}
 					case "revoke_token":

@@ -38,7 +38,9 @@ type server struct {
 
 func newServer(t *testing.T) *server {
 	t.Helper()
-	env := testenv.New(t, core.Options{Clock: testenv.NewClock(time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC))})
+	env := testenv.New(t, core.Options{Clock: testenv.NewClock(time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)),
+		// every profile on, push with loopback receivers allowed as on a local server
+		Push: core.PushPolicy{Key: []byte("mcp test push key"), Local: true}})
 	s := &server{t: t, env: env, secret: map[string]string{}}
 	for _, ft := range fixedTokens {
 		if _, err := env.Service.ImportToken(context.Background(), ft.secret, core.TokenSpec{Identity: ft.identity, Rights: ft.rights, Label: ft.label}); err != nil {

@@ -241,6 +241,9 @@ func TestResultsMatchTheirSchemas(t *testing.T) {
 		{"alice", "list_claims", map[string]any{}},
 		{"hana", "create_token", map[string]any{"identity": "ainotes:new", "rights": []any{"read"}}},
 		{"hana", "list_tokens", map[string]any{}},
+		{"bob", "subscribe", map[string]any{"url": "http://127.0.0.1:9/hook", "events": []any{"turn", "message"}, "thread": "th_1"}},
+		{"bob", "list_subscriptions", map[string]any{}},
+		{"bob", "unsubscribe", map[string]any{"id": "sub_0000000000000000"}},
 		// Refusals validate too.
 		{"reader", "post", map[string]any{"kind": "ask", "body": "no"}},
 		{"hana", "revoke_token", map[string]any{"id": "tk_000000000000"}},
@@ -260,6 +263,13 @@ func TestResultsMatchTheirSchemas(t *testing.T) {
 	_, res := s.call("hana", "revoke_token", map[string]any{"id": id})
 	check("revoke_token", res)
 	seen["revoke_token"] = true
+	_, subs := s.call("bob", "list_subscriptions", map[string]any{})
+	sid := subs["structuredContent"].(map[string]any)["subscriptions"].([]any)[0].(map[string]any)["id"]
+	_, res = s.call("bob", "unsubscribe", map[string]any{"id": sid})
+	if res["isError"] == true {
+		t.Fatalf("unsubscribe: %v", res)
+	}
+	check("unsubscribe", res)
 	for _, op := range core.AllOperations() {
 		if !seen[op.Name] {
 			t.Errorf("no result of %s was checked", op.Name)

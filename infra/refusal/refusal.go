@@ -1,7 +1,7 @@
 // Package refusal is the one table from core's refusal reasons to what the
 // transports say: the HTTP status, and for MCP a tool result with isError
-// (a refusal is never a JSON-RPC error). Unknown errors become unavailable;
-// their text is never shown.
+// (a refusal is never a JSON-RPC error). Storage trouble becomes
+// unavailable, any other error internal; their text is never shown.
 package refusal
 
 import (
