@@ -28,6 +28,7 @@ func runCLI(t *testing.T, args ...string) (int, string, string) {
 }
 
 func TestTokenCommands(t *testing.T) {
+	isolate(t) // without a login, token commands need --dynamodb
 	db, err := localdb.Start("")
 	if err != nil {
 		t.Fatal(err)

@@ -145,8 +145,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	svc := inst.Service
 	if inst.Push != nil {
-		inst.Push.Run(ctx, 4)
+		// Deliveries stop with the server, however it returns.
+		pctx, stopPush := context.WithCancel(ctx)
+		inst.Push.Run(pctx, 4)
 		defer inst.Push.Wait()
+		defer stopPush()
 	}
 	if *tokens != "" {
 		n, err := loadTokens(ctx, svc, *tokens)

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -61,27 +59,20 @@ func token(ctx context.Context, sub string, args []string, stdout io.Writer) err
 		fmt.Fprintf(stdout, "%s\n", secret)
 		fmt.Fprintf(stdout, "# %s  %s  %s  (the secret above is shown once; only its hash is stored)\n", t.ID, t.Identity, joinRights(t.Rights))
 	case "list":
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tIDENTITY\tRIGHTS\tLABEL\tCREATED\tREVOKED")
+		var all []core.TokenView
 		q := core.ListTokensInput{Limit: 200}
 		for {
 			page, err := inst.Service.TokenPage(ctx, q)
 			if err != nil {
 				return tableHint(err, sf.table)
 			}
-			for _, t := range page.Tokens {
-				revoked := "-"
-				if t.RevokedAt != nil {
-					revoked = t.RevokedAt.Format(time.RFC3339)
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Identity, joinRights(t.Rights), dash(t.Label), t.CreatedAt.Format(time.RFC3339), revoked)
-			}
+			all = append(all, page.Tokens...)
 			if page.Cursor == nil {
 				break
 			}
 			q.Cursor = *page.Cursor
 		}
-		return tw.Flush()
+		return printTokens(stdout, all)
 	case "revoke":
 		if len(positional) != 1 {
 			return fmt.Errorf("%w: token revoke takes one token id or prefix", errUsage)
