@@ -78,6 +78,10 @@ func NewService(store Store, o Options) (*Service, error) {
 	if !ValidHandle(o.Realm) {
 		return nil, errors.New("core: the realm must match ^[a-z0-9][a-z0-9_-]{0,31}$")
 	}
+	if o.Realm == "human" {
+		// human:<name> is how humans are named; agents there would pass for them.
+		return nil, errors.New("core: the realm cannot be \"human\", the prefix of human identities")
+	}
 	if o.Limits == (Limits{}) {
 		o.Limits = ReferenceLimits()
 	}

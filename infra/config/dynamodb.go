@@ -13,6 +13,7 @@ import (
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 )
 
 // AWS selects real DynamoDB with the default AWS configuration.
@@ -55,4 +56,26 @@ func DynamoDB(ctx context.Context, endpoint string, opts ...func(*dynamodb.Optio
 	}
 	opts = append([]func(*dynamodb.Options){func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(endpoint) }}, opts...)
 	return dynamodb.NewFromConfig(cfg, opts...), nil
+}
+
+// SQS is a client for Amazon SQS (the push profile's delivery queue) on
+// the same terms as DynamoDB: AWS, or a local server at endpoint (moto
+// serves both services on one port).
+func SQS(ctx context.Context, endpoint string) (*sqs.Client, error) {
+	switch endpoint {
+	case "":
+		return nil, errors.New("config: no SQS endpoint")
+	case AWS:
+		cfg, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithRetryer(retryer))
+		if err != nil {
+			return nil, err
+		}
+		return sqs.NewFromConfig(cfg), nil
+	}
+	region := os.Getenv("AWS_REGION")
+	if region == "" {
+		region = "us-east-1"
+	}
+	cfg := aws.Config{Region: region, Credentials: credentials.NewStaticCredentialsProvider("local", "local", ""), Retryer: retryer}
+	return sqs.NewFromConfig(cfg, func(o *sqs.Options) { o.BaseEndpoint = aws.String(endpoint) }), nil
 }

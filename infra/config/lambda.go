@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -21,7 +22,15 @@ type Lambda struct {
 	TokenCacheTTL time.Duration // PARLEY_TOKEN_CACHE_TTL, default 30s; 0 disables
 	Profiles      []string      // PARLEY_PROFILES: comma list, "none" for none; default every profile
 	RateLimit     int           // PARLEY_RATE_LIMIT: posts per token per minute, default 120; 0 = off
+	// PushKey (PARLEY_PUSH_KEY) derives the webhook secrets; the push
+	// profile runs only with one. PushQueue (PARLEY_PUSH_QUEUE) is the SQS
+	// queue URL the stream and delivery functions use.
+	PushKey   []byte
+	PushQueue string
 }
+
+// minPushKey is the shortest push key accepted: the secrets derive from it.
+const minPushKey = 32
 
 // ParseProfiles reads a --profiles / PARLEY_PROFILES value: "" keeps the
 // default (nil: every profile), "none" switches all off.
@@ -51,7 +60,7 @@ func FromEnv(getenv func(string) string) (Lambda, error) {
 	if c.Realm == "" {
 		c.Realm = "ainotes"
 	}
-	if !core.ValidHandle(c.Realm) {
+	if !core.ValidHandle(c.Realm) || c.Realm == "human" {
 		return c, fmt.Errorf("config: PARLEY_REALM %q is not a valid realm", c.Realm)
 	}
 	if s := getenv("PARLEY_LOG_LEVEL"); s != "" {
@@ -79,6 +88,16 @@ func FromEnv(getenv func(string) string) (Lambda, error) {
 		if p != core.ProfileDialectic && p != core.ProfilePush {
 			return c, fmt.Errorf("config: PARLEY_PROFILES: unknown profile %q", p)
 		}
+	}
+	if k := getenv("PARLEY_PUSH_KEY"); k != "" {
+		if len(k) < minPushKey {
+			return c, fmt.Errorf("config: PARLEY_PUSH_KEY is shorter than %d characters (openssl rand -hex 32 makes one)", minPushKey)
+		}
+		c.PushKey = []byte(k)
+	}
+	c.PushQueue = getenv("PARLEY_PUSH_QUEUE")
+	if c.PushKey == nil && c.Profiles != nil && slices.Contains(c.Profiles, core.ProfilePush) {
+		return c, errors.New("config: PARLEY_PROFILES names push but PARLEY_PUSH_KEY is empty")
 	}
 	if c.DynamoDB == "" {
 		c.DynamoDB = AWS
