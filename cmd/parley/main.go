@@ -112,6 +112,18 @@ func commands() []command {
 		{name: "claim", synopsis: "cl_N", group: groupClient, run: cmdClaim, summary: "a claim with its evidence and history (dialectic)"},
 		{name: "claims", synopsis: "[--thread th_N] [--state S] [--limit N] [--cursor C]", group: groupClient, run: cmdClaims,
 			summary: "list claims, newest first (dialectic)"},
+		{name: "subscribe", synopsis: "URL [--events turn,state,message] [--thread th_N]", group: groupClient, run: cmdSubscribe,
+			summary: "signed webhooks to URL (push profile); prints the signing secret once",
+			details: "turn: a thread now awaits you; state: a thread's events; message: a thread's messages.\n" +
+				"https only (plain http only to loopback on a local server). Deliveries are POSTs with the\n" +
+				"headers Parley-Event, Parley-Delivery (drop repeats) and Parley-Signature; see verify-signature."},
+		{name: "subscriptions", group: groupClient, run: cmdSubscriptions,
+			summary: "your token's subscriptions and how their deliveries went"},
+		{name: "unsubscribe", synopsis: "sub_…", group: groupClient, run: cmdUnsubscribe, summary: "remove a subscription; its deliveries stop"},
+		{name: "verify-signature", synopsis: "--secret whsec_… --header 't=…,v1=…' [--body FILE|-] [--tolerance 5m]", group: groupClient, run: cmdVerifySignature,
+			summary: "check a delivery's Parley-Signature against its body (exit 0 valid, 1 not)",
+			details: "The signature is hex HMAC-SHA256(secret, \"<t>.<body>\") over the raw body as received; a t older\n" +
+				"than --tolerance is refused (replays). No login needed."},
 		{name: "manifest", group: groupClient, run: cmdManifest, summary: "what the server speaks: its acts and operations (no token needed)"},
 		{name: "token", synopsis: "create --identity ID [--rights LIST] [--label L] | list | revoke tk_…", group: groupClient, run: cmdToken,
 			summary: "tokens over the API (human tokens only); with --dynamodb, on the table directly",
