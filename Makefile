@@ -32,10 +32,40 @@ build-CreateTokenFunction: ; $(call lambda,create_token)
 build-ListTokensFunction:  ; $(call lambda,list_tokens)
 build-RevokeTokenFunction: ; $(call lambda,revoke_token)
 build-McpFunction:         ; $(call lambda,mcp)
+build-SubscribeFunction:   ; $(call lambda,subscribe)
+build-ListSubscriptionsFunction: ; $(call lambda,list_subscriptions)
+build-UnsubscribeFunction: ; $(call lambda,unsubscribe)
+build-ConsoleFunction:     ; $(call lambda,console)
+build-PushStreamFunction:  ; $(call lambda,push_stream)
+build-PushDeliverFunction: ; $(call lambda,push_deliver)
 
 # Deploys with the SAM CLI (not run in CI: it needs an AWS account).
 deploy:
 	sam build && sam deploy
+
+# A short conversation against any running Parley over HTTP and MCP
+# (infra/smoke; its test runs it against the local server in make test):
+#   make smoke URL=https://<api-id>.execute-api.<region>.amazonaws.com TOKEN=<a human's token>
+# The command is not echoed: it holds the token.
+.PHONY: smoke
+smoke:
+	@test -n "$(URL)" && test -n "$(TOKEN)" || { echo "usage: make smoke URL=https://… TOKEN=<a human's token>"; exit 2; }
+	@$(GO) run ./cmd/parley smoke --url "$(URL)" --token "$(TOKEN)"
+
+# make smoke against a local server, as make test runs it: a throwaway
+# human token, `parley serve` on a free port, the smoke, the server stopped.
+.PHONY: smoke-local
+smoke-local:
+	@mkdir -p bin && $(GO) build -o bin/parley ./cmd/parley
+	@tok=pt_smoke_$$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n'); \
+	printf '[{"token":"%s","identity":"human:smoke","rights":[]}]\n' "$$tok" > bin/smoke-tokens.json; \
+	bin/parley serve --addr 127.0.0.1:0 --tokens bin/smoke-tokens.json >bin/smoke-serve.out 2>bin/smoke-serve.log & pid=$$!; \
+	for i in $$(seq 100); do grep -q '^Parley on ' bin/smoke-serve.out 2>/dev/null && break; sleep 0.1; done; \
+	url=$$(sed -n 's/^Parley on \(http[^ ]*\).*/\1/p' bin/smoke-serve.out); \
+	if [ -z "$$url" ]; then kill $$pid; cat bin/smoke-serve.log; echo "smoke-local: the server did not start"; exit 1; fi; \
+	$(MAKE) --no-print-directory smoke URL="$$url" TOKEN="$$tok"; rc=$$?; \
+	kill $$pid; wait $$pid 2>/dev/null; rm -f bin/smoke-tokens.json; exit $$rc
+test: smoke-local
 
 # The AWS Lambda Runtime Interface Emulator, pinned in go.mod as a tool; the
 # Lambda tests run every bootstrap under it.
@@ -76,6 +106,25 @@ moto:
 	else echo "moto[server] is not importable: creating .venv (python3 -m venv .venv && .venv/bin/pip install 'moto[server]')"; \
 		python3 -m venv .venv && .venv/bin/pip install --quiet 'moto[server]'; fi
 test: moto
+
+# cfn-lint and aws-sam-translator, for the template's lint and the IAM test
+# that expands the SAM transform (functions/iam_test.go): python3's own if it
+# has them, else a .venv here (as for moto).
+.PHONY: samtools lint
+samtools:
+	@if [ -x .venv/bin/python ] && .venv/bin/python -c 'import cfnlint, samtranslator' 2>/dev/null; then :; \
+	elif [ ! -e .venv ] && python3 -c 'import cfnlint, samtranslator' 2>/dev/null; then :; \
+	else echo "cfn-lint or aws-sam-translator is not importable: installing them into .venv (python3 -m venv .venv && .venv/bin/pip install cfn-lint aws-sam-translator)"; \
+		python3 -m venv .venv && .venv/bin/pip install --quiet cfn-lint aws-sam-translator; fi
+
+# template.yaml has no cfn-lint error and no warning (cfn-lint expands the
+# SAM transform itself); any finding fails the build.
+CFN_LINT := import sys; from cfnlint.runner import main; sys.exit(main())
+lint: samtools
+	@if [ -x .venv/bin/python ] && .venv/bin/python -c 'import cfnlint' 2>/dev/null; then .venv/bin/python -c '$(CFN_LINT)' template.yaml; \
+	else python3 -c '$(CFN_LINT)' template.yaml; fi
+	@echo "cfn-lint: template.yaml clean"
+test: lint
 
 # Chromium for the console's browser test (infra/console): Debian's package,
 # installed when missing and we are root on Debian; otherwise how to get it.

@@ -102,7 +102,8 @@ func startEmulator(t testing.TB, rie, bootstrap string, env []string) *emulated 
 	return nil
 }
 
-func (e *emulated) invoke(t testing.TB, event []byte) events.APIGatewayV2HTTPResponse {
+// call invokes the function with an event and decodes its answer into out.
+func (e *emulated) call(t testing.TB, event []byte, out any) {
 	t.Helper()
 	res, err := http.Post(e.url, "application/json", bytes.NewReader(event))
 	if err != nil {
@@ -110,9 +111,17 @@ func (e *emulated) invoke(t testing.TB, event []byte) events.APIGatewayV2HTTPRes
 	}
 	defer res.Body.Close()
 	raw, _ := io.ReadAll(res.Body)
-	var out events.APIGatewayV2HTTPResponse
-	if err := json.Unmarshal(raw, &out); err != nil || out.StatusCode == 0 {
+	if err := json.Unmarshal(raw, out); res.StatusCode != 200 || err != nil {
 		t.Fatalf("invocation answered %d %q (%v)\nstderr: %s", res.StatusCode, raw, err, e.stderr.String())
+	}
+}
+
+// invoke invokes an HTTP function with an API Gateway event.
+func (e *emulated) invoke(t testing.TB, event []byte) events.APIGatewayV2HTTPResponse {
+	t.Helper()
+	var out events.APIGatewayV2HTTPResponse
+	if e.call(t, event, &out); out.StatusCode == 0 {
+		t.Fatalf("not an API Gateway response\nstderr: %s", e.stderr.String())
 	}
 	return out
 }
@@ -160,7 +169,8 @@ func TestFunctionsUnderEmulator(t *testing.T) {
 	}
 
 	bin := buildHost(t)
-	env := []string{"PARLEY_TABLE=parley-emulated", "PARLEY_DYNAMODB=" + db.URL, "PARLEY_TOKEN_CACHE_TTL=30s", "AWS_REGION=eu-west-1", "AWS_LAMBDA_FUNCTION_MEMORY_SIZE=256"}
+	env := []string{"PARLEY_TABLE=parley-emulated", "PARLEY_DYNAMODB=" + db.URL, "PARLEY_TOKEN_CACHE_TTL=30s", "AWS_REGION=eu-west-1", "AWS_LAMBDA_FUNCTION_MEMORY_SIZE=256",
+		"PARLEY_PUSH_KEY=" + pushKey} // every profile on
 	// Every function of the table, and MCP's.
 	ops := []string{lambda.MCP}
 	for _, op := range core.AllOperations() {
@@ -181,6 +191,7 @@ func TestFunctionsUnderEmulator(t *testing.T) {
 	}
 	wg.Wait()
 
+	var subscription string // subscribe's answer, for unsubscribe's path
 	flow := []struct {
 		event, function string
 		status          int
@@ -288,6 +299,23 @@ func TestFunctionsUnderEmulator(t *testing.T) {
 				t.Fatalf("%v", b)
 			}
 		}},
+		{"subscribe", "subscribe", 201, func(t *testing.T, b map[string]any) {
+			subscription, _ = b["id"].(string)
+			if !strings.HasPrefix(subscription, "sub_") || !strings.HasPrefix(fmt.Sprint(b["secret"]), "whsec_") || b["identity"] != "ainotes:bob" {
+				t.Fatalf("%v", b)
+			}
+		}},
+		{"list_subscriptions", "list_subscriptions", 200, func(t *testing.T, b map[string]any) {
+			l := b["subscriptions"].([]any)
+			if len(l) != 1 || l[0].(map[string]any)["id"] != subscription || strings.Contains(fmt.Sprint(b), "whsec_") {
+				t.Fatalf("one subscription, no secret: %v", b)
+			}
+		}},
+		{"unsubscribe", "unsubscribe", 200, func(t *testing.T, b map[string]any) {
+			if b["id"] != subscription {
+				t.Fatalf("%v", b)
+			}
+		}},
 		{"create_token", "create_token", 201, func(t *testing.T, b map[string]any) {
 			if b["identity"] != "ainotes:carol" || !strings.HasPrefix(fmt.Sprint(b["secret"]), "pt_") {
 				t.Fatalf("%v", b)
@@ -309,6 +337,9 @@ func TestFunctionsUnderEmulator(t *testing.T) {
 			event, err := os.ReadFile("../events/" + step.event + ".json")
 			if err != nil {
 				t.Fatal(err)
+			}
+			if step.event == "unsubscribe" { // the id subscribe made, not the sample's
+				event = bytes.ReplaceAll(event, []byte("sub_0123456789abcdef"), []byte(subscription))
 			}
 			res := fns[step.function].invoke(t, event)
 			if res.StatusCode != step.status {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"math"
 	"strconv"
 	"time"
 
@@ -50,7 +51,8 @@ func (q SQS) Send(ctx context.Context, ds []Delivery) error {
 			}
 			delay := int32(0)
 			if wait := time.Until(d.NotBefore); wait > 0 {
-				delay = int32(min(wait, maxDelay).Seconds())
+				// rounded up: a message that arrives early costs another hop
+				delay = int32(math.Ceil(min(wait, maxDelay).Seconds()))
 			}
 			entries = append(entries, sqstypes.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(string(body)), DelaySeconds: delay})
 		}
@@ -79,6 +81,11 @@ func StreamHandler(d *Deliverer, q Queue) func(context.Context, events.DynamoDBE
 			planned, err := d.Plan(ctx, []Change{{Thread: ch.Thread, Old: ch.Old, Message: ch.Message, Event: ch.Event}})
 			if err == nil && len(planned) > 0 {
 				err = q.Send(ctx, planned)
+			}
+			if err == nil {
+				// Counted as pending once queued, so that a failed send
+				// retried by Lambda is not counted twice.
+				err = d.Queued(ctx, planned)
 			}
 			if err != nil {
 				d.log.Error("push: a stream record failed", slog.String("sequence", rec.Change.SequenceNumber), slog.String("error", err.Error()))

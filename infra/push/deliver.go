@@ -57,22 +57,24 @@ func (d *Deliverer) subscriptions(ctx context.Context) ([]core.Subscription, err
 	return subs, nil
 }
 
-// Plan turns changes into deliveries and counts them as pending.
+// Plan turns changes into deliveries for the current subscriptions.
 func (d *Deliverer) Plan(ctx context.Context, changes []Change) ([]Delivery, error) {
 	subs, err := d.subscriptions(ctx)
 	if err != nil || len(subs) == 0 {
 		return nil, err
 	}
-	out, err := Plan(changes, subs, d.now())
-	if err != nil {
-		return nil, err
-	}
-	for _, dl := range out {
+	return Plan(changes, subs, d.now())
+}
+
+// Queued counts planned deliveries as pending on their subscriptions,
+// once they wait on a queue.
+func (d *Deliverer) Queued(ctx context.Context, ds []Delivery) error {
+	for _, dl := range ds {
 		if err := d.svc.RecordDelivery(ctx, dl.Subscription, core.DeliveryOutcome{At: d.now(), Queued: true}); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // Attempt makes one attempt of a delivery and records it. It returns the
@@ -154,6 +156,9 @@ func (r *Runner) Run(ctx context.Context, workers int) {
 				return
 			case chs := <-r.changes:
 				planned, err := r.d.Plan(ctx, chs)
+				if err == nil {
+					err = r.d.Queued(ctx, planned)
+				}
 				if err != nil {
 					r.d.log.Error("push: planning failed", slog.String("error", err.Error()))
 					continue

@@ -76,22 +76,7 @@ func TestAWSPathOnTheStrictBackend(t *testing.T) {
 	if err != nil || len(res.BatchItemFailures) != 0 {
 		t.Fatalf("the stream batch: %v %+v", err, res)
 	}
-	receive := func() []events.SQSMessage {
-		var out []events.SQSMessage
-		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline) && len(out) == 0; {
-			got, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: q.QueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, m := range got.Messages {
-				out = append(out, events.SQSMessage{MessageId: aws.ToString(m.MessageId), Body: aws.ToString(m.Body), ReceiptHandle: aws.ToString(m.ReceiptHandle)})
-				if _, err := client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: q.QueueUrl, ReceiptHandle: m.ReceiptHandle}); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
-		return out
-	}
+	receive := func() []events.SQSMessage { return testenv.Drain(t, client, aws.ToString(q.QueueUrl)) }
 	first := receive()
 	if len(first) != 1 {
 		t.Fatalf("%d deliveries queued, want bob's one turn", len(first))

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -13,6 +14,7 @@ import (
 	dtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	stypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 )
 
 // The push profile on AWS reads the table's DynamoDB stream. The strict
@@ -139,4 +141,27 @@ func value(v stypes.AttributeValue) map[string]any {
 		return map[string]any{"M": image(v.Value)}
 	}
 	return map[string]any{"NULL": true}
+}
+
+// Drain receives what an SQS queue holds (waiting up to 20 s for the
+// first message, as a delayed one may be due soon), deletes it, and
+// returns it as the records of the event Lambda would hand a function.
+func Drain(t testing.TB, client *sqs.Client, queueURL string) []events.SQSMessage {
+	t.Helper()
+	ctx := context.Background()
+	var out []events.SQSMessage
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline) && len(out) == 0; {
+		got, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &queueURL, MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
+		if err != nil {
+			t.Fatalf("ReceiveMessage: %v", err)
+		}
+		for _, m := range got.Messages {
+			out = append(out, events.SQSMessage{MessageId: aws.ToString(m.MessageId), Body: aws.ToString(m.Body), ReceiptHandle: aws.ToString(m.ReceiptHandle),
+				EventSource: "aws:sqs", EventSourceARN: "arn:aws:sqs:us-east-1:123456789012:parley-push", AWSRegion: "us-east-1"})
+			if _, err := client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &queueURL, ReceiptHandle: m.ReceiptHandle}); err != nil {
+				t.Fatalf("DeleteMessage: %v", err)
+			}
+		}
+	}
+	return out
 }
