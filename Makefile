@@ -165,6 +165,7 @@ BENCHTIME ?= 200x
 bench: $(RIE)
 	$(GO) test -run '^$$' -bench Operations -benchtime $(BENCHTIME) ./infra/httpapi | tee bench.txt
 	$(GO) test -run '^$$' -bench Race32 -benchtime 5x ./infra/httpapi | grep -E '^(Benchmark|ok)' | tee -a bench.txt
+	$(GO) test -run '^$$' -bench PostWithPush -benchtime $(BENCHTIME) ./infra/push | grep -E '^(Benchmark|ok)' | tee -a bench.txt
 	$(GO) test -run '^$$' -bench ColdStart -benchtime 7x -v ./functions | grep -E '^(Benchmark|ok)|hello-world' | tee -a bench.txt
 
 # The loop-safety simulation: writes its table into docs/loop-safety.md.
