@@ -186,14 +186,15 @@ func (s *Service) Manifest() Manifest {
 			Name: ProfilePush,
 			Events: []ManifestEvent{
 				{PushTurn, "the thread now awaits you (your inbox gained it); body: the thread as inbox shows it"},
-				{PushState, "any event of the thread (or of every thread): posted, marked, confirmed, reopened; body: the event as events shows it"},
+				{PushState, "any event of the thread (or of every thread): a state set by a post or a mark, a confirmation, a reopening; body: the event as events shows it"},
 				{PushMessage, "a message was stored in the thread; body: the message as get_thread shows it"},
 			},
 			Signature: "Parley-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, \"<t>.<raw body>\")>; compare in constant time and reject a t older than 5 minutes",
 			Delivery:  "POST url, Content-Type application/json, headers Parley-Event and Parley-Delivery (stable across retries: drop repeats); a 2xx within 10 s ends it; otherwise retried with exponential backoff and jitter (10 s doubling, at most 1 h apart) for 24 hours, then dropped and counted; redirects are not followed; at most 64 KiB of the answer is read",
 			Rules: []string{
-				"subscribe needs the read right; a token holds at most 20 subscriptions; they die with the token",
-				"https only; plain http only to loopback on a local server; hosts resolving to private, loopback, link-local or metadata addresses are refused on a deployed instance, at subscribe and again at every delivery",
+				"subscribe needs the read right; a token holds at most 20 subscriptions",
+				"https only; plain http, and loopback, only on a local server; hosts resolving to private, loopback, link-local, carrier-grade NAT or metadata addresses are refused otherwise, at subscribe and again at every delivery",
+				"a subscription of a revoked token is removed at its next delivery; what was queued for it is dropped",
 				"the signing secret is shown once, by subscribe; list_subscriptions never shows it",
 				"at least once: a receiver sees a delivery id again after a lost answer and must treat repeats as one",
 			},

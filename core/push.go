@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -304,6 +305,8 @@ func (s *Service) ListSubscriptions(ctx context.Context, c Caller, _ NoInput) (S
 	return page, nil
 }
 
+var subscriptionID = regexp.MustCompile(`^sub_[0-9a-f]{16}$`)
+
 // UnsubscribeInput is unsubscribe's input.
 type UnsubscribeInput struct {
 	ID string `json:"id" in:"path" required:"true" doc:"the subscription's id: sub_ and 16 hex digits"`
@@ -313,7 +316,7 @@ type UnsubscribeInput struct {
 //
 // Refusals: invalid_body, not_found, unavailable.
 func (s *Service) Unsubscribe(ctx context.Context, c Caller, in UnsubscribeInput) (SubscriptionView, error) {
-	if !strings.HasPrefix(in.ID, "sub_") || len(in.ID) != 20 {
+	if !subscriptionID.MatchString(in.ID) {
 		return SubscriptionView{}, Invalid("id", "a subscription id is sub_ and 16 hex digits")
 	}
 	sub, err := s.store.DeleteSubscription(ctx, in.ID, c.TokenID)
@@ -324,6 +327,17 @@ func (s *Service) Unsubscribe(ctx context.Context, c Caller, in UnsubscribeInput
 		return SubscriptionView{}, err
 	}
 	return viewSubscription(sub), nil
+}
+
+// Forget removes a subscription whose token was revoked: nobody can list
+// or remove it any more, and planning deliveries for it would cost for
+// ever. Gone already is fine.
+func (s *Service) Forget(ctx context.Context, sub Subscription) error {
+	_, err := s.store.DeleteSubscription(ctx, sub.ID, sub.TokenID)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	return err
 }
 
 // Push is the policy deliveries follow (infra/push reads it).

@@ -29,13 +29,7 @@ var eventFor = map[string]string{
 // REPORT line. It reports the median init time, its ratio to hello-world's,
 // and the size of the function's arm64 bootstrap as deployed.
 func BenchmarkColdStart(b *testing.B) {
-	rie, err := filepath.Abs("../bin/aws-lambda-rie")
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := os.Stat(rie); err != nil {
-		b.Fatalf("the emulator is not built (make bench builds it): %v", err)
-	}
+	rie := emulatorPath(b)
 	db, err := localdb.Start("127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)

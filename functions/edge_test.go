@@ -1,21 +1,14 @@
 package functions
 
 import (
-	"context"
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/ainotes/parley/core"
-	"github.com/ainotes/parley/infra/config"
-	"github.com/ainotes/parley/infra/dynamo"
 	"github.com/ainotes/parley/infra/lambda"
-	"github.com/ainotes/parley/infra/localdb"
 )
 
 // TestEdgeUnderEmulator runs the functions at the API's edges under the
@@ -26,58 +19,11 @@ import (
 // Idempotency-Key with a comma in it, which reaches the handler whole: the
 // same key replays, a key that differs after the comma posts anew.
 func TestEdgeUnderEmulator(t *testing.T) {
-	rie, err := filepath.Abs("../bin/aws-lambda-rie")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(rie); err != nil {
-		t.Fatalf("the emulator is not built (make test builds bin/aws-lambda-rie): %v", err)
-	}
-	db, err := localdb.Start("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	ctx := context.Background()
-	client, err := config.DynamoDB(ctx, db.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := dynamo.CreateTable(ctx, client, "parley-edge"); err != nil {
-		t.Fatal(err)
-	}
-	store, _ := dynamo.New(client, "parley-edge", dynamo.Options{})
-	svc, _ := core.NewService(store, core.Options{})
-	var tokens []struct {
-		Token, Identity, Label string
-		Rights                 []string
-	}
-	raw, err := os.ReadFile("../events/tokens.json")
-	if err != nil || json.Unmarshal(raw, &tokens) != nil {
-		t.Fatalf("events/tokens.json: %v", err)
-	}
-	for _, tk := range tokens {
-		if _, err := svc.ImportToken(ctx, tk.Token, core.TokenSpec{Identity: tk.Identity, Rights: tk.Rights, Label: tk.Label}); err != nil {
-			t.Fatal(err)
-		}
-	}
-
+	rie := emulatorPath(t)
+	dbURL := embeddedTable(t, "parley-edge")
 	bin := buildHost(t)
-	env := []string{"PARLEY_TABLE=parley-edge", "PARLEY_DYNAMODB=" + db.URL, "PARLEY_TOKEN_CACHE_TTL=30s", "AWS_REGION=eu-west-1", "AWS_LAMBDA_FUNCTION_MEMORY_SIZE=256"}
-	fns := map[string]*emulated{}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for _, fn := range []string{lambda.Console, lambda.MCP, "post"} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			e := startEmulator(t, rie, filepath.Join(bin, fn), env)
-			mu.Lock()
-			fns[fn] = e
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
+	env := []string{"PARLEY_TABLE=parley-edge", "PARLEY_DYNAMODB=" + dbURL, "PARLEY_TOKEN_CACHE_TTL=30s", "AWS_REGION=eu-west-1", "AWS_LAMBDA_FUNCTION_MEMORY_SIZE=256"}
+	fns := startAll(t, rie, bin, []string{lambda.Console, lambda.MCP, "post"}, env)
 
 	refusal := func(reason string) func(*testing.T, events.APIGatewayV2HTTPResponse) {
 		return func(t *testing.T, res events.APIGatewayV2HTTPResponse) {

@@ -774,8 +774,9 @@ var exactly = map[string]map[string][]string{
 	// Every subscription (the list index, then the items); a pending count
 	// per planned delivery.
 	"PushStreamFunction": {"dynamodb:BatchGetItem": {"sub#"}, "dynamodb:UpdateItem": {"sub#"}},
-	// The delivery's subscription and its token; the outcome's count.
-	"PushDeliverFunction": {"dynamodb:GetItem": {"sub#", "tok#"}, "dynamodb:UpdateItem": {"sub#"}},
+	// The delivery's subscription and its token; the outcome's count; a
+	// revoked token's subscription removed with its slot.
+	"PushDeliverFunction": {"dynamodb:GetItem": {"sub#", "tok#"}, "dynamodb:UpdateItem": {"sub#", "subcount#"}, "dynamodb:DeleteItem": {"sub#"}},
 }
 
 // queryOnly is where each of those functions may Query: nowhere but the

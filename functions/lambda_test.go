@@ -126,33 +126,38 @@ func (e *emulated) invoke(t testing.TB, event []byte) events.APIGatewayV2HTTPRes
 	return out
 }
 
-// TestFunctionsUnderEmulator builds every function for this machine, runs
-// each bootstrap under the AWS Lambda Runtime Interface Emulator against an
-// embedded DynamoDB server reached over loopback, and replays the events/
-// payloads as one flow across functions: ask → answer → decide → confirm →
-// close → reads → reopen → MCP.
-func TestFunctionsUnderEmulator(t *testing.T) {
+// emulatorPath is the built emulator's path (make test builds it).
+func emulatorPath(t testing.TB) string {
+	t.Helper()
 	rie, err := filepath.Abs("../bin/aws-lambda-rie")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(rie); err != nil {
-		t.Fatalf("the emulator is not built (make test builds bin/aws-lambda-rie): %v", err)
+		t.Fatalf("the emulator is not built (make test and make bench build bin/aws-lambda-rie): %v", err)
 	}
+	return rie
+}
+
+// embeddedTable starts the embedded DynamoDB server on loopback with a
+// table holding the example tokens of events/tokens.json, and returns its
+// URL.
+func embeddedTable(t testing.TB, table string) string {
+	t.Helper()
 	db, err := localdb.Start("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	t.Cleanup(func() { _ = db.Close() })
 	ctx := context.Background()
 	client, err := config.DynamoDB(ctx, db.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := dynamo.CreateTable(ctx, client, "parley-emulated"); err != nil {
+	if err := dynamo.CreateTable(ctx, client, table); err != nil {
 		t.Fatal(err)
 	}
-	store, _ := dynamo.New(client, "parley-emulated", dynamo.Options{})
+	store, _ := dynamo.New(client, table, dynamo.Options{})
 	svc, _ := core.NewService(store, core.Options{})
 	var tokens []struct {
 		Token, Identity, Label string
@@ -167,29 +172,46 @@ func TestFunctionsUnderEmulator(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	return db.URL
+}
 
+// startAll starts the named functions' bootstraps under the emulator, side by side.
+func startAll(t testing.TB, rie, bin string, names []string, env []string) map[string]*emulated {
+	t.Helper()
+	fns := map[string]*emulated{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, name := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e := startEmulator(t, rie, filepath.Join(bin, name), env)
+			mu.Lock()
+			fns[name] = e
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return fns
+}
+
+// TestFunctionsUnderEmulator builds every function for this machine, runs
+// each bootstrap under the AWS Lambda Runtime Interface Emulator against an
+// embedded DynamoDB server reached over loopback, and replays the events/
+// payloads as one flow across functions: ask → answer → decide → confirm →
+// close → reads → reopen → MCP.
+func TestFunctionsUnderEmulator(t *testing.T) {
+	rie := emulatorPath(t)
+	dbURL := embeddedTable(t, "parley-emulated")
 	bin := buildHost(t)
-	env := []string{"PARLEY_TABLE=parley-emulated", "PARLEY_DYNAMODB=" + db.URL, "PARLEY_TOKEN_CACHE_TTL=30s", "AWS_REGION=eu-west-1", "AWS_LAMBDA_FUNCTION_MEMORY_SIZE=256",
+	env := []string{"PARLEY_TABLE=parley-emulated", "PARLEY_DYNAMODB=" + dbURL, "PARLEY_TOKEN_CACHE_TTL=30s", "AWS_REGION=eu-west-1", "AWS_LAMBDA_FUNCTION_MEMORY_SIZE=256",
 		"PARLEY_PUSH_KEY=" + pushKey} // every profile on
 	// Every function of the table, and MCP's.
 	ops := []string{lambda.MCP}
 	for _, op := range core.AllOperations() {
 		ops = append(ops, op.Name)
 	}
-	fns := map[string]*emulated{}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for _, op := range ops {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			e := startEmulator(t, rie, filepath.Join(bin, op), env)
-			mu.Lock()
-			fns[op] = e
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
+	fns := startAll(t, rie, bin, ops, env)
 
 	var subscription string // subscribe's answer, for unsubscribe's path
 	flow := []struct {

@@ -36,13 +36,7 @@ const pushKey = "emulated push key, 32 characters or more"
 // queues the retry with its backoff. (The accepted path, with a receiver a
 // local policy allows, runs in infra/push's TestAWSPathOnTheStrictBackend.)
 func TestPushFunctionsUnderEmulator(t *testing.T) {
-	rie, err := filepath.Abs("../bin/aws-lambda-rie")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(rie); err != nil {
-		t.Fatalf("the emulator is not built (make test builds bin/aws-lambda-rie): %v", err)
-	}
+	rie := emulatorPath(t)
 	m := testenv.SharedMoto(t)
 	ctx := context.Background()
 	table := "parley-push-emulated"

@@ -444,7 +444,7 @@ func TestClientReadCommands(t *testing.T) {
 		t.Fatalf("inbox --json:\n%v\n%v", got, want)
 	}
 	out = e.ok("mod", "queue")
-	if !regexp.MustCompile(`th_1\s+escalated\s+open \(confirmed by ainotes:alice\)\s+.*\[escalate\] ainotes:bob: We need a human here`).MatchString(out) {
+	if !regexp.MustCompile(`th_1\s+escalated\s+open \(set by ainotes:alice\)\s+.*\[escalate\] ainotes:bob: We need a human here`).MatchString(out) {
 		t.Fatalf("queue:\n%s", out)
 	}
 	got = decode(t, e.ok("hana", "queue", "--json"))

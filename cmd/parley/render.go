@@ -75,16 +75,22 @@ func awaitingText(a *core.AwaitingView) string {
 	return string(a.Scope)
 }
 
-// stateText is a thread's state with who set it, a proposal and a
-// confirmed state told apart: "decided (proposal by ainotes:alice)",
-// "decided (confirmed by ainotes:mod · KI · mod)".
+// stateText is a thread's state with who set it, a proposal, a state set
+// without a confirmation and a confirmed state told apart: "decided
+// (proposal by ainotes:alice)", "open (set by ainotes:alice)", "decided
+// (confirmed by ainotes:mod · KI · mod)".
 func stateText(s core.ThreadState) string {
 	by := s.StateBy
 	if s.StateLabel != "" {
 		by += " · " + s.StateLabel
 	}
-	if s.Proposal {
+	switch {
+	case s.Proposal:
 		return fmt.Sprintf("%s (proposal by %s)", s.State, by)
+	case s.StateConfirmedBy == nil:
+		// Not a proposal, yet nobody with authority confirmed it (a
+		// thread's opening, or an answer's mark): anyone may move it on.
+		return fmt.Sprintf("%s (set by %s)", s.State, by)
 	}
 	return fmt.Sprintf("%s (confirmed by %s)", s.State, by)
 }

@@ -77,9 +77,17 @@ func New(svc *core.Service, log *slog.Logger, version string) (*API, error) {
 		default:
 			desc += " Needs the " + string(op.Right) + " right."
 		}
+		in, err := toSchema(sc.In)
+		if err != nil {
+			return nil, fmt.Errorf("mcpapi: %s's input schema: %w", op.Name, err)
+		}
+		out, err := toSchema(sc.Out)
+		if err != nil {
+			return nil, fmt.Errorf("mcpapi: %s's output schema: %w", op.Name, err)
+		}
 		readOnly := op.ReadOnly
 		server.AddTool(&mcp.Tool{
-			Name: op.Name, Title: op.Title, Description: desc, InputSchema: sc.In, OutputSchema: sc.Out,
+			Name: op.Name, Title: op.Title, Description: desc, InputSchema: in, OutputSchema: out,
 			Annotations: &mcp.ToolAnnotations{Title: op.Title, ReadOnlyHint: readOnly, IdempotentHint: op.Idempotent, DestructiveHint: &no, OpenWorldHint: &no},
 		}, a.handle(op))
 		if op.Right == "" {

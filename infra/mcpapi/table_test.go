@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -273,6 +274,42 @@ func TestResultsMatchTheirSchemas(t *testing.T) {
 	for _, op := range core.AllOperations() {
 		if !seen[op.Name] {
 			t.Errorf("no result of %s was checked", op.Name)
+		}
+	}
+}
+
+// TestToolSchemasAreCoreSchemas: what tools/list publishes for every tool
+// is, as JSON, exactly the schemas core generates (mcpapi hands them to
+// the SDK converted, not as maps).
+func TestToolSchemasAreCoreSchemas(t *testing.T) {
+	s := newServer(t)
+	_, list, _ := s.rpc("", []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	var tools struct {
+		Result struct {
+			Tools []struct {
+				Name         string `json:"name"`
+				InputSchema  any    `json:"inputSchema"`
+				OutputSchema any    `json:"outputSchema"`
+			} `json:"tools"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(list, &tools); err != nil || len(tools.Result.Tools) != len(core.AllOperations()) {
+		t.Fatalf("tools/list: %v, %d tools", err, len(tools.Result.Tools))
+	}
+	asJSON := func(v any) any {
+		raw, _ := json.Marshal(v)
+		var out any
+		_ = json.Unmarshal(raw, &out)
+		return out
+	}
+	for _, tool := range tools.Result.Tools {
+		op, ok := s.env.Service.Operation(tool.Name)
+		if !ok {
+			t.Fatalf("a tool %s without an operation", tool.Name)
+		}
+		sc := s.env.Service.Schemas(op)
+		if !reflect.DeepEqual(tool.InputSchema, asJSON(sc.In)) || !reflect.DeepEqual(tool.OutputSchema, asJSON(sc.Out)) {
+			t.Errorf("%s: the published schemas are not core's", tool.Name)
 		}
 	}
 }

@@ -96,8 +96,10 @@ func (d *Deliverer) Attempt(ctx context.Context, dl Delivery) (*Delivery, error)
 	}
 	now := d.now()
 	if revoked {
-		d.log.Info("push dropped", slog.String("delivery", dl.ID), slog.String("subscription", sub.ID), slog.String("why", "token revoked"))
-		return nil, d.svc.RecordDelivery(ctx, sub.ID, core.DeliveryOutcome{At: now, Dropped: true})
+		// Subscriptions die with their token: this one is removed, and
+		// the deliveries still queued for it find it gone.
+		d.log.Info("push dropped", slog.String("delivery", dl.ID), slog.String("subscription", sub.ID), slog.String("why", "token revoked; subscription removed"))
+		return nil, d.svc.Forget(ctx, sub)
 	}
 	sendErr := d.sender.Send(ctx, dl, sub)
 	if sendErr == nil {

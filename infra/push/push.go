@@ -114,8 +114,9 @@ func newTurnFor(ch Change, identity string) bool {
 	return false
 }
 
-// Retry policy: exponential backoff with full jitter from 10 s, at most an
-// hour apart, for 24 hours after the delivery was planned; then dropped.
+// Retry policy: exponential backoff with jitter (half the step fixed, half
+// random) from 10 s, at most an hour apart, for 24 hours after the delivery
+// was planned; then dropped.
 const (
 	firstBackoff = 10 * time.Second
 	maxBackoff   = time.Hour
