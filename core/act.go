@@ -174,8 +174,8 @@ type turnParties struct {
 	sender, parent, asker, creator, claimAuthor Party
 }
 
-// awaitingAfter applies an act's rule to a thread's awaiting (decisions §3,
-// §11.6). An open call (any) is replaced only by an act that expects a
+// awaitingAfter applies an act's rule to a thread's awaiting
+// (docs/protocol.md §4.2). An open call (any) is replaced only by an act that expects a
 // reply; an act that takes a turn without inviting one answers a call to
 // its sender and leaves any other.
 func awaitingAfter(cur Awaiting, act Act, newThread bool, p turnParties) Awaiting {

@@ -6,14 +6,14 @@ import (
 	"testing"
 )
 
-// TestClaimStep checks every act on every claim state against decisions §7,
+// TestClaimStep checks every act on every claim state against docs/protocol.md §11,
 // written out by hand.
 func TestClaimStep(t *testing.T) {
 	want := map[Kind]map[ClaimState]ClaimState{ // absent: invalid_transition
 		KindAttest:    {ClaimUnverified: ClaimSupported, ClaimSupported: ClaimSupported, ClaimVerified: ClaimVerified},
 		KindVerify:    {ClaimSupported: ClaimVerified},
 		KindRefute:    {ClaimUnverified: ClaimRefuted, ClaimSupported: ClaimRefuted, ClaimVerified: ClaimRefuted, ClaimRefuted: ClaimRefuted},
-		kindSupersede: {ClaimUnverified: ClaimSuperseded, ClaimSupported: ClaimSuperseded, ClaimVerified: ClaimSuperseded, ClaimRefuted: ClaimRefuted}, // a refutation stays (§11.8)
+		kindSupersede: {ClaimUnverified: ClaimSuperseded, ClaimSupported: ClaimSuperseded, ClaimVerified: ClaimSuperseded, ClaimRefuted: ClaimRefuted}, // a refutation stays (protocol §11)
 	}
 	for kind, table := range want {
 		for _, from := range ClaimStates {

@@ -15,7 +15,7 @@ import (
 )
 
 // Loop damping: instance policy that keeps a forum of models from talking
-// in circles (decisions §10; docs/loop-safety.md).
+// in circles (docs/protocol.md §3.4; docs/loop-safety.md).
 
 // exchangeLocked applies the exchange and run limits to the identities of
 // the latest messages (since the state last moved) and the sender's: the

@@ -3,7 +3,7 @@ package core
 import "testing"
 
 // TestExchangeLocked: the exchange and run limits count identities,
-// whatever the extensions (decisions §11.7).
+// whatever the extensions (docs/protocol.md §8).
 func TestExchangeLocked(t *testing.T) {
 	a, b, c := "r:a", "r:b", "r:c"
 	cases := []struct {

@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 )
 
-// The dialectic profile (decisions §7): claims that carry evidence,
+// The dialectic profile (docs/protocol.md §11): claims that carry evidence,
 // attestations, refutations with counter-evidence, and a verifier's seal.
 const ProfileDialectic = "dialectic"
 
@@ -64,7 +64,7 @@ func ClaimStep(kind Kind, from ClaimState) (ClaimState, error) {
 		return ClaimRefuted, nil // the Popperian asymmetry: verified falls too
 	case kindSupersede:
 		if from == ClaimRefuted {
-			return ClaimRefuted, nil // a refutation stays on the record (decisions §11.8)
+			return ClaimRefuted, nil // a refutation stays on the record (docs/protocol.md §11)
 		}
 		return ClaimSuperseded, nil
 	}
@@ -121,7 +121,7 @@ type ClaimRecord struct {
 // ClaimKey gives a claim's opaque key.
 func ClaimKey(n int64) string { return fmt.Sprintf("cl_%d", n) }
 
-// validateEvidence applies decisions §7's evidence rules.
+// validateEvidence applies docs/protocol.md §11's evidence rules.
 func validateEvidence(ev []Evidence, required bool, lim Limits) error {
 	if required && len(ev) == 0 {
 		return Invalid("evidence", "this kind needs at least one evidence item").with("rule", "missing")

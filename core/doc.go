@@ -4,7 +4,7 @@
 // call. It imports no AWS, HTTP or MCP package (a test enforces it); storage
 // is the Store interface, implemented once, on DynamoDB, in infra/dynamo.
 //
-// The thread state machine (decisions §4):
+// The thread state machine (docs/protocol.md §5):
 //
 //	ask ─▶ open ──answer──▶ answered ──decide──▶ decided ──mark──▶ closed
 //	        │ └──────── decide ────────▶ │ └──────── mark ─────────▶ │

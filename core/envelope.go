@@ -18,7 +18,7 @@ type Provenance struct {
 	Client string `json:"client,omitempty"`
 }
 
-// Envelope is one action as a client sends it, after validation (decisions §2).
+// Envelope is one action as a client sends it, after validation (docs/protocol.md §3).
 // Server-set fields are not here: whatever a client sent for them was dropped.
 type Envelope struct {
 	Kind       Kind
@@ -28,7 +28,7 @@ type Envelope struct {
 	Body       string
 	Provenance *Provenance
 
-	// Dialectic kinds only (decisions §7).
+	// Dialectic kinds only (docs/protocol.md §11).
 	Claim      int64 // attest, refute, verify: the claim acted on
 	Evidence   []Evidence
 	Supersedes []int64 // assert: claims it retires
@@ -67,8 +67,9 @@ type WireFrom struct {
 	Identity  jsontext.Value `json:"identity" ignored:"true"` // server-set: dropped
 }
 
-// DecodeEnvelope validates a client's envelope against decisions §2, §7
-// and §11.1 and the limits. It also returns the idempotency key, if any.
+// DecodeEnvelope validates a client's envelope against docs/protocol.md §3
+// (strict input: §3.3), §11 and the limits. It also returns the idempotency
+// key, if any.
 func DecodeEnvelope(data []byte, lim Limits, dialectic bool) (Envelope, string, error) {
 	var w WireEnvelope
 	if len(data) == 0 {

@@ -7,7 +7,7 @@ import (
 )
 
 // FuzzDecodeEnvelope: any input is either refused with invalid_body naming a
-// field, or accepted as an envelope that keeps every rule of decisions §2.
+// field, or accepted as an envelope that keeps every rule of docs/protocol.md §3.
 func FuzzDecodeEnvelope(f *testing.F) {
 	for _, seed := range []string{
 		`{"kind":"ask","body":"why?"}`,

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// Right is one permission a token carries (decisions §1).
+// Right is one permission a token carries (docs/protocol.md §2).
 type Right string
 
 // The four rights.

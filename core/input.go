@@ -12,7 +12,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 )
 
-// Strict input (decisions §11.1): one decoder for every operation's input on
+// Strict input (docs/protocol.md §3.3): one decoder for every operation's input on
 // both transports. Names match exactly (Kind is not kind), a name given
 // twice is refused, unknown names are refused, and the JSON must be one
 // valid UTF-8 value. The refusal names the field at fault.

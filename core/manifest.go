@@ -5,7 +5,7 @@ import (
 	"reflect"
 )
 
-// Limits are the instance's limits (decisions §10); the manifest shows them.
+// Limits are the instance's limits (docs/protocol.md §3.4); the manifest shows them.
 type Limits struct {
 	Body           int `json:"body_chars"`
 	RequestBody    int `json:"request_body_bytes"`
@@ -16,7 +16,7 @@ type Limits struct {
 	ThreadMessages int `json:"messages_per_thread"`
 	PageDefault    int `json:"page_default"`
 	PageMax        int `json:"page_max"`
-	// get_thread pages messages with its own sizes (decisions §11.4).
+	// get_thread pages messages with its own sizes (docs/protocol.md §6.1).
 	ThreadPageDefault int `json:"thread_page_default"`
 	ThreadPageMax     int `json:"thread_page_max"`
 	// No response of any operation is larger.
@@ -43,7 +43,7 @@ func ReferenceLimits() Limits {
 	}
 }
 
-// Manifest is everything an agent needs to speak (decisions §8): it is
+// Manifest is everything an agent needs to speak (docs/protocol.md §13): it is
 // built from the same tables the server runs on.
 type Manifest struct {
 	Parley      string              `json:"parley"`

@@ -8,7 +8,7 @@ type MarkInput struct {
 	State  State     `json:"state" required:"true" doc:"the target state: answered, decided, closed, deferred, obsolete or rejected (open only for humans; others use reopen)"`
 }
 
-// Mark sets a thread's state (decisions §4, §11.5).
+// Mark sets a thread's state (docs/protocol.md §5, §5.4).
 //
 // Refusals: invalid_body, thread_not_found, thread_authority_missing,
 // invalid_transition, thread_closed, unavailable.
@@ -29,7 +29,7 @@ type ConfirmInput struct {
 }
 
 // Confirm confirms the thread's current proposal, if it is the state the
-// moderator saw (decisions §11.5).
+// moderator saw (docs/protocol.md §5.4).
 //
 // Refusals: invalid_body, thread_not_found, thread_authority_missing,
 // invalid_transition, thread_closed, unavailable.

@@ -52,7 +52,7 @@ const RightHuman Right = "human"
 
 // define builds an operation from its input and output types and its
 // method: the input is decoded once, strictly, for both transports
-// (decisions §11.1), and its required fields checked.
+// (docs/protocol.md §3.3), and its required fields checked.
 func define[In, Out any](o Operation, method func(*Service, context.Context, Caller, In) (Out, error)) *Operation {
 	o.In, o.Out = reflect.TypeFor[In](), reflect.TypeFor[Out]()
 	schemaType := o.In
@@ -235,7 +235,7 @@ func (s *Service) serves(profile string) bool {
 	return profile == "" || (profile == ProfileDialectic && s.dialectic) || (profile == ProfilePush && s.pushOn)
 }
 
-// Call runs one operation for a caller, in the order of decisions §11.2:
+// Call runs one operation for a caller, in the order of docs/protocol.md §5.8:
 // the token's right for the operation, then the input (args: one JSON
 // object, the same for both transports), then the operation itself, which
 // checks authority and state. Authentication is the transport's first

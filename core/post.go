@@ -10,7 +10,7 @@ import (
 	"unicode"
 )
 
-// Post stores one envelope, given as the client's JSON (decisions §2–§4, §7).
+// Post stores one envelope, given as the client's JSON (docs/protocol.md §3–§5, §11).
 //
 // Order: the write right, the envelope, the idempotency key (a replay
 // returns the first result), the rate budget, then per attempt the thread
@@ -342,7 +342,7 @@ func (s *Service) claims(ctx context.Context, d *draft, claimID int64) error {
 				return refuse(ReasonThreadAuthorityMissing, "%s is not yours and you have no authority over %s", ClaimKey(id), ThreadKey(old.Thread)).with("claim", ClaimKey(id))
 			}
 			// A supersession changes the superseded claim's thread too: a
-			// confirmed closed thread accepts no change (decisions §11.8). The
+			// confirmed closed thread accepts no change (docs/protocol.md §11). The
 			// commit re-checks it, so a close in between cannot slip through.
 			if old.Thread != d.msg.Thread {
 				other, err := s.loadThread(ctx, old.Thread)
@@ -424,7 +424,7 @@ func (s *Service) checkReply(d *draft) error {
 	if th.Messages >= s.limits.ThreadMessages {
 		return refuse(ReasonLimitExceeded, "the thread holds its limit of %d messages", s.limits.ThreadMessages).with("limit", "messages").with("value", s.limits.ThreadMessages)
 	}
-	// Loop damping (decisions §11.7), by identity; humans are exempt.
+	// Loop damping (docs/protocol.md §8), by identity; humans are exempt.
 	if s.limits.Exchange > 0 && !d.act.Exempt && !d.c.Human() {
 		if err := exchangeLocked(th.Recent, sender.Identity, s.limits.Exchange); err != nil {
 			return err
@@ -480,7 +480,7 @@ func (s *Service) apply(t *Thread, c Caller, out Outcome, cause string, now time
 	if out.Confirmed {
 		t.ConfirmedAt, t.ConfirmedBy = &now, out.By
 	}
-	// Awaiting follows the state (decisions §11.6): a thread that is
+	// Awaiting follows the state (docs/protocol.md §4.2): a thread that is
 	// decided, closed or set aside awaits nobody; one opened again is an
 	// open call to everyone but whoever opened it.
 	aw := t.Awaiting

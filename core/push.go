@@ -18,7 +18,7 @@ import (
 	"time"
 )
 
-// The push profile (decisions §11.13): signed webhooks for listening
+// The push profile (docs/protocol.md §12): signed webhooks for listening
 // agents. A subscription names a URL and the events it wants — turn (the
 // caller's inbox gained a thread), state (a thread's state changed),
 // message (a message was stored) — for one thread or the whole instance.

@@ -23,7 +23,7 @@ type QueuePage struct {
 	Cursor  *string      `json:"cursor"`
 }
 
-// Queue is the review queue (decisions §11.9): threads awaiting a human and
+// Queue is the review queue (docs/protocol.md §6.4): threads awaiting a human and
 // threads whose state is an unconfirmed proposal, oldest first, each with
 // the message that caused it. One index page and two batch reads a call.
 //

@@ -17,7 +17,7 @@ type GetThreadInput struct {
 }
 
 // GetThread returns a thread's state and a page of its messages in order of
-// creation, nested by parent within the page (decisions §11.4). A page
+// creation, nested by parent within the page (docs/protocol.md §6.1). A page
 // stops early when its messages would make the response too large to
 // carry on either transport.
 //
@@ -122,7 +122,7 @@ type EventsInput struct {
 // Events returns the state changes after a cursor, oldest first. The cursor
 // always comes back, so a caller can poll with it for what is new. A
 // thread's events are exact; the instance's feed may repeat an event within
-// the settle window (decisions §11.11) — (thread, seq) identifies it.
+// the settle window (docs/protocol.md §6.3) — (thread, seq) identifies it.
 //
 // Refusals: invalid_body, thread_not_found, unavailable.
 func (s *Service) Events(ctx context.Context, c Caller, in EventsInput) (EventPage, error) {
@@ -187,8 +187,8 @@ type InboxInput struct {
 	Limit     PageLimit `json:"limit" doc:"page size, default 50, at most 200"`
 }
 
-// Inbox lists the threads whose awaiting names the caller (decisions §5,
-// §11.9): its identity (narrowed to one extension when given), open calls
+// Inbox lists the threads whose awaiting names the caller (docs/protocol.md
+// §6.3): its identity (narrowed to one extension when given), open calls
 // (any) that the caller's party did not open itself, and for humans the
 // calls for any human. Oldest call first; each call reads a bounded amount
 // and returns a cursor to poll with, even when its page is short. A thread

@@ -166,7 +166,7 @@ func (s *Service) retry(ctx context.Context, try func(current *Thread) error) er
 	}
 }
 
-// need is the right check of decisions §11.2, made by Call for every
+// need is the right check of docs/protocol.md §5.8, made by Call for every
 // operation before its input is read.
 func need(c Caller, r Right) error {
 	switch {

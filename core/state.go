@@ -1,6 +1,6 @@
 package core
 
-// State is a thread's one state (decisions §4).
+// State is a thread's one state (docs/protocol.md §5).
 type State string
 
 // The seven states: four forward, three side states.
@@ -85,7 +85,7 @@ const (
 	OpReopen  Op = "reopen"
 )
 
-// Confirmer says who confirmed a thread's state (decisions §11.5): what
+// Confirmer says who confirmed a thread's state (docs/protocol.md §5.4): what
 // it takes to change it again.
 type Confirmer string
 
@@ -172,7 +172,7 @@ func step(cur Current, to State) bool {
 	return d == 1 || d == 2
 }
 
-// Decide is the one rule for who may change what (decisions §4, §11.5). It
+// Decide is the one rule for who may change what (docs/protocol.md §5, §5.4). It
 // is called for every state-changing act and operation on both transports.
 // to is the target of a mark, and for confirm the proposal the moderator saw.
 func Decide(role Role, cur Current, op Op, to State) (Outcome, error) {

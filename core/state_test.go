@@ -21,7 +21,7 @@ func reasonOf(err error) Reason {
 
 // TestMarkTable checks the mark operation for every state × who
 // confirmed it (a proposal; confirmed by no authority, a lock holder, a
-// human) × every target × every role against decisions §4 and §11.5,
+// human) × every target × every role against docs/protocol.md §5 and §5.4,
 // written out by hand below rather than derived from the code under test.
 func TestMarkTable(t *testing.T) {
 	// Targets that creator and lock holder may mark from each state. Closed

@@ -58,7 +58,7 @@ func (t Thread) root() Message {
 	return m
 }
 
-// Why the review queue holds a thread (decisions §11.9).
+// Why the review queue holds a thread (docs/protocol.md §6.4).
 const (
 	WhyEscalated = "escalated" // awaiting a human
 	WhyProposal  = "proposal"  // its state is an unconfirmed proposal

@@ -116,7 +116,7 @@ type CreateTokenInput struct {
 	Label    string   `json:"label" doc:"the lock holder's label, shown as KI · <label>; at most 32 characters"`
 }
 
-// IssueToken is create_token (decisions §11.10): a human mints a token for
+// IssueToken is create_token (docs/protocol.md §7): a human mints a token for
 // an identity of this realm or a human; the secret is in the answer once.
 //
 // Refusals: token_right_missing, invalid_body, unavailable.

@@ -1,6 +1,6 @@
 // Package functions holds one tiny main per Lambda function; this test
 // package checks that template.yaml, the Makefile and those mains agree with
-// each other and with decisions §9, and runs every function under the Lambda
+// each other and with docs/protocol.md §10, and runs every function under the Lambda
 // Runtime Interface Emulator.
 package functions
 

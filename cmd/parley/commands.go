@@ -762,7 +762,7 @@ func (s *seenSet) add(key string) bool {
 
 // --- writing
 
-// envelope is what post sends (decisions §2; the dialectic fields only
+// envelope is what post sends (docs/protocol.md §3; the dialectic fields only
 // when given).
 type envelope struct {
 	Kind       string           `json:"kind"`

@@ -7,7 +7,7 @@ import (
 )
 
 // TestActs walks one thread through every act and checks, after each, the
-// awaiting effect and the mark of decisions §3.
+// awaiting effect and the mark of docs/protocol.md §4.
 func TestActs(t *testing.T) {
 	w := newWorld(t, core.Options{})
 	c := w.cast

@@ -75,8 +75,8 @@ func (w *world) mustAct(token, kind, claim string) {
 }
 
 // TestClaimTransitions drives every act on every claim state for the
-// claim's author, another writer, a verifier and a human, against decisions
-// §7 written out by hand.
+// claim's author, another writer, a verifier and a human, against docs/protocol.md
+// §11 written out by hand.
 func TestClaimTransitions(t *testing.T) {
 	w := newWorldOn(t, testenv.Embedded, core.Options{}) // a heavy matrix: embedded
 	c := w.cast

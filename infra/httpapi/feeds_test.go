@@ -46,7 +46,7 @@ type feedsSetup struct {
 // TestFeedsNeverSkip: the instance events feed and the inbox, followed by
 // their cursors while commits land late and out of order and index entries
 // appear late (testenv.LagProxy), hand out every event and every turn
-// (decisions §11.11). Ground truth is exact: a thread's own events (a
+// (docs/protocol.md §6.3). Ground truth is exact: a thread's own events (a
 // strongly consistent chain), and each thread's versions as the writers'
 // responses reported them. A turn (thread, awaiting_version) must have
 // reached an identity's poller when one of its polls was sent after the

@@ -151,7 +151,7 @@ func (a *API) serve(op *core.Operation) http.Handler {
 }
 
 // call authenticates, checks the right, reads the input and runs the
-// operation: decisions §11.2's order, whatever the body holds.
+// operation: docs/protocol.md §5.8's order, whatever the body holds.
 func (a *API) call(r *http.Request, op *core.Operation, rec *edge.Record) (any, error) {
 	ctx := r.Context()
 	var c core.Caller

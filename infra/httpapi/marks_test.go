@@ -8,7 +8,7 @@ import (
 	"github.com/ainotes/parley/infra/testenv"
 )
 
-// statusOf is decisions §6, written out again so that this test checks the
+// statusOf is docs/protocol.md §9, written out again so that this test checks the
 // mapping as well as the rule.
 var statusOf = map[core.Reason]int{
 	"": 200, core.ReasonThreadClosed: 409, core.ReasonInvalidTransition: 409,
@@ -188,7 +188,7 @@ func TestProposalAndConfirmation(t *testing.T) {
 	if r := w.do("POST", "/v1/threads/"+th+"/confirm", c.Human, `{"state":"decided"}`); r.status != 409 || r.reason() != "invalid_transition" {
 		t.Fatalf("confirming a confirmed state: %s", r.raw)
 	}
-	// A model's proposal never replaces a confirmed state (§11.5).
+	// A model's proposal never replaces a confirmed state (docs/protocol.md §5.4).
 	if r := w.mark(c.Alice, th, "closed"); r.status != 403 || r.reason() != "thread_authority_missing" || r.body.str("error.detail.confirmed_by") != "lock" {
 		t.Fatalf("the creator's proposal over a lock holder's confirmation: %s", r.raw)
 	}
@@ -246,7 +246,7 @@ func TestConfirmedClosedRefusesEveryone(t *testing.T) {
 		t.Fatalf("reopen by a plain writer: %s", r.raw)
 	}
 	// The creator reopens its own thread only when the closed is a
-	// proposal; this one a lock holder confirmed (§11.5).
+	// proposal; this one a lock holder confirmed (docs/protocol.md §5.4).
 	if r := w.do("POST", "/v1/threads/"+th+"/reopen", c.Alice, nil); r.status != 403 || r.reason() != "thread_authority_missing" {
 		t.Fatalf("creator reopens a lock holder's closed: %s", r.raw)
 	}
@@ -255,7 +255,7 @@ func TestConfirmedClosedRefusesEveryone(t *testing.T) {
 		t.Fatalf("the lock holder reopens: %s", r.raw)
 	}
 	if aw := r.body.get("awaiting"); aw == nil || obj(aw.(map[string]any)).str("scope") != "any" || obj(aw.(map[string]any)).str("except.identity") != "ainotes:mod" {
-		t.Fatalf("a reopened thread is an open call to everyone but the reopener (§11.6): %s", r.raw)
+		t.Fatalf("a reopened thread is an open call to everyone but the reopener (protocol §4.2): %s", r.raw)
 	}
 	w.post(c.Bob, map[string]any{"kind": "inform", "thread": th, "body": "again"}, 201)
 	if n := w.thread(th).num("message_count"); n != 3 {

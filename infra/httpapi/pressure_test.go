@@ -10,10 +10,10 @@ import (
 	"github.com/ainotes/parley/infra/testenv"
 )
 
-// Each scenario the protocol rules of decisions §11.4–§11.8 close, tried
+// Each scenario the protocol rules of docs/protocol.md §4.2, §5.4, §6.1, §8 and §11 close, tried
 // as an agent, a human or an attacker would.
 
-// TestTheHumanOutranks (§11.5).
+// TestTheHumanOutranks (docs/protocol.md §5.4).
 func TestTheHumanOutranks(t *testing.T) {
 	w := newWorld(t, core.Options{})
 	c := w.cast
@@ -67,7 +67,7 @@ func TestTheHumanOutranks(t *testing.T) {
 	})
 }
 
-// TestAwaitingStaysTrue (§11.6).
+// TestAwaitingStaysTrue (docs/protocol.md §4.2).
 func TestAwaitingStaysTrue(t *testing.T) {
 	w := newWorld(t, core.Options{})
 	c := w.cast
@@ -118,7 +118,7 @@ func TestAwaitingStaysTrue(t *testing.T) {
 	})
 }
 
-// TestDampingByIdentity (§11.7).
+// TestDampingByIdentity (docs/protocol.md §8).
 func TestDampingByIdentity(t *testing.T) {
 	w := newWorld(t, core.Options{})
 	c := w.cast
@@ -183,7 +183,7 @@ func TestDampingByIdentity(t *testing.T) {
 	})
 }
 
-// TestBigThreads (§11.4): a thread at its message limit with the largest
+// TestBigThreads (docs/protocol.md §6.1): a thread at its message limit with the largest
 // messages reads in pages, none over the response limit, and every message
 // comes exactly once in order of creation.
 func TestBigThreads(t *testing.T) {
@@ -257,7 +257,7 @@ func TestBigThreads(t *testing.T) {
 	}
 }
 
-// TestClaimsKeepTheirRecord (§11.8).
+// TestClaimsKeepTheirRecord (docs/protocol.md §11).
 func TestClaimsKeepTheirRecord(t *testing.T) {
 	w := newWorld(t, core.Options{})
 	c := w.cast

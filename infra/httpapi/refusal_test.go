@@ -13,7 +13,7 @@ import (
 	"github.com/ainotes/parley/infra/testenv"
 )
 
-// TestRefusals produces each refusal reason of decisions §6 that this
+// TestRefusals produces each refusal reason of docs/protocol.md §9 that this
 // release can meet, checks status, body shape and detail, and that nothing
 // changed.
 func TestRefusals(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 )
 
 // step is one operation with its MCP arguments; toHTTP derives the HTTP
-// request from them by the route table of decisions §9.
+// request from them by the route table of docs/protocol.md §10.
 type step struct {
 	who, op string
 	args    map[string]any

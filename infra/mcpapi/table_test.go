@@ -17,9 +17,9 @@ import (
 
 // TestEveryOperationFromTheTable: for each operation of the table, over
 // both transports: a token without the operation's right gets
-// token_right_missing whatever it sends (decisions §11.2), and the same
+// token_right_missing whatever it sends (docs/protocol.md §5.8), and the same
 // malformed input gets the same refusal naming the same field on HTTP and
-// MCP (decisions §11.1).
+// MCP (docs/protocol.md §3.3).
 func TestEveryOperationFromTheTable(t *testing.T) {
 	s := newServer(t)
 	_, opened := s.call("alice", "post", map[string]any{"kind": "ask", "body": "table"})
