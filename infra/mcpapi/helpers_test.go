@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/ainotes/parley/core"
-	"github.com/ainotes/parley/infra/httpapi"
 	"github.com/ainotes/parley/infra/mcpapi"
 	"github.com/ainotes/parley/infra/testenv"
 )
@@ -48,16 +47,16 @@ func newServer(t *testing.T) *server {
 		}
 		s.secret[ft.name] = ft.secret
 	}
-	api, err := httpapi.New(env.Service, env.Logger)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The MCP handler under test (its version fixed for the transcripts) in
+	// front of the instance's whole mux, for the HTTP side of the parity
+	// checks: the transports meet in the instance, not in each other.
 	m, err := mcpapi.New(env.Service, env.Logger, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	mux := api.Handler()
+	mux := http.NewServeMux()
 	mux.Handle("/mcp", m)
+	mux.Handle("/", env.Handler(t))
 	s.srv = httptest.NewServer(mux)
 	t.Cleanup(s.srv.Close)
 	return s
