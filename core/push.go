@@ -329,6 +329,17 @@ func (s *Service) Unsubscribe(ctx context.Context, c Caller, in UnsubscribeInput
 	return viewSubscription(sub), nil
 }
 
+// Change is one committed change as deliveries are planned from it: a
+// thread as it is now and as it was (Old nil when new), a stored message,
+// or an appended event. Locally they come from the service's commits, on
+// AWS from the table's stream.
+type Change struct {
+	Thread  *Thread
+	Old     *Thread
+	Message *Message
+	Event   *Event
+}
+
 // Forget removes a subscription whose token was revoked: nobody can list
 // or remove it any more, and planning deliveries for it would cost for
 // ever. Gone already is fine.

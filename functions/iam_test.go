@@ -622,7 +622,7 @@ func pushNeeds(t *testing.T, filter []any) map[string][]request {
 		raw, _ := json.Marshal(r)
 		var record any
 		_ = json.Unmarshal(raw, &record)
-		_, reads := dynamo.DecodeChange(streamImage(r.Change.NewImage), streamImage(r.Change.OldImage))
+		_, reads := dynamo.DecodeRecord(r)
 		pk := r.Change.Keys["pk"].String()
 		switch ok := passes(t, filter, record); {
 		case ok:
@@ -716,43 +716,6 @@ func pushNeeds(t *testing.T, filter []any) map[string][]request {
 		t.Logf("%s made %d requests: %v", fn, len(rec.needs[fn]), slices.Sorted(maps.Keys(seen)))
 	}
 	return rec.needs
-}
-
-// streamImage converts a stream image to the SDK's attribute values, as
-// the stream function does, for dynamo.DecodeChange.
-func streamImage(image map[string]events.DynamoDBAttributeValue) map[string]types.AttributeValue {
-	if len(image) == 0 {
-		return nil
-	}
-	out := map[string]types.AttributeValue{}
-	for k, v := range image {
-		out[k] = streamValue(v)
-	}
-	return out
-}
-
-func streamValue(v events.DynamoDBAttributeValue) types.AttributeValue {
-	switch v.DataType() {
-	case events.DataTypeString:
-		return &types.AttributeValueMemberS{Value: v.String()}
-	case events.DataTypeNumber:
-		return &types.AttributeValueMemberN{Value: v.Number()}
-	case events.DataTypeBoolean:
-		return &types.AttributeValueMemberBOOL{Value: v.Boolean()}
-	case events.DataTypeStringSet:
-		return &types.AttributeValueMemberSS{Value: v.StringSet()}
-	case events.DataTypeNumberSet:
-		return &types.AttributeValueMemberNS{Value: v.NumberSet()}
-	case events.DataTypeList:
-		var l []types.AttributeValue
-		for _, e := range v.List() {
-			l = append(l, streamValue(e))
-		}
-		return &types.AttributeValueMemberL{Value: l}
-	case events.DataTypeMap:
-		return &types.AttributeValueMemberM{Value: streamImage(v.Map())}
-	}
-	return &types.AttributeValueMemberNULL{Value: true}
 }
 
 var writes = []string{"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem", "dynamodb:ConditionCheckItem"}

@@ -11,10 +11,10 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/ainotes/parley/core"
 	"github.com/ainotes/parley/infra/dynamo"
 )
 
@@ -74,11 +74,11 @@ func StreamHandler(d *Deliverer, q Queue) func(context.Context, events.DynamoDBE
 	return func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 		var res events.DynamoDBEventResponse
 		for _, rec := range ev.Records {
-			ch, ok := dynamo.DecodeChange(attributes(rec.Change.NewImage), attributes(rec.Change.OldImage))
+			ch, ok := dynamo.DecodeRecord(rec)
 			if !ok {
 				continue
 			}
-			planned, err := d.Plan(ctx, []Change{{Thread: ch.Thread, Old: ch.Old, Message: ch.Message, Event: ch.Event}})
+			planned, err := d.Plan(ctx, []core.Change{ch})
 			if err == nil && len(planned) > 0 {
 				err = q.Send(ctx, planned)
 			}
@@ -128,46 +128,4 @@ func QueueHandler(d *Deliverer, q Queue) func(context.Context, events.SQSEvent) 
 		}
 		return res, nil
 	}
-}
-
-// attributes converts a stream image to the SDK's attribute values.
-func attributes(image map[string]events.DynamoDBAttributeValue) map[string]types.AttributeValue {
-	if len(image) == 0 {
-		return nil
-	}
-	out := make(map[string]types.AttributeValue, len(image))
-	for k, v := range image {
-		if av := attribute(v); av != nil {
-			out[k] = av
-		}
-	}
-	return out
-}
-
-func attribute(v events.DynamoDBAttributeValue) types.AttributeValue {
-	switch v.DataType() {
-	case events.DataTypeString:
-		return &types.AttributeValueMemberS{Value: v.String()}
-	case events.DataTypeNumber:
-		return &types.AttributeValueMemberN{Value: v.Number()}
-	case events.DataTypeBoolean:
-		return &types.AttributeValueMemberBOOL{Value: v.Boolean()}
-	case events.DataTypeNull:
-		return &types.AttributeValueMemberNULL{Value: true}
-	case events.DataTypeBinary:
-		return &types.AttributeValueMemberB{Value: v.Binary()}
-	case events.DataTypeStringSet:
-		return &types.AttributeValueMemberSS{Value: v.StringSet()}
-	case events.DataTypeNumberSet:
-		return &types.AttributeValueMemberNS{Value: v.NumberSet()}
-	case events.DataTypeList:
-		var l []types.AttributeValue
-		for _, e := range v.List() {
-			l = append(l, attribute(e))
-		}
-		return &types.AttributeValueMemberL{Value: l}
-	case events.DataTypeMap:
-		return &types.AttributeValueMemberM{Value: attributes(v.Map())}
-	}
-	return nil
 }

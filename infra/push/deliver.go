@@ -58,7 +58,7 @@ func (d *Deliverer) subscriptions(ctx context.Context) ([]core.Subscription, err
 }
 
 // Plan turns changes into deliveries for the current subscriptions.
-func (d *Deliverer) Plan(ctx context.Context, changes []Change) ([]Delivery, error) {
+func (d *Deliverer) Plan(ctx context.Context, changes []core.Change) ([]Delivery, error) {
 	subs, err := d.subscriptions(ctx)
 	if err != nil || len(subs) == 0 {
 		return nil, err
@@ -128,14 +128,14 @@ func (d *Deliverer) Attempt(ctx context.Context, dl Delivery) (*Delivery, error)
 // for the commits and the timers.
 type Runner struct {
 	d       *Deliverer
-	changes chan []Change
+	changes chan []core.Change
 	work    chan Delivery
 	wg      sync.WaitGroup
 }
 
 // NewRunner builds the local runner.
 func NewRunner(d *Deliverer) *Runner {
-	return &Runner{d: d, changes: make(chan []Change, 4096), work: make(chan Delivery, 4096)}
+	return &Runner{d: d, changes: make(chan []core.Change, 4096), work: make(chan Delivery, 4096)}
 }
 
 // Observe takes a commit's changes; it is core.Options.Committed.

@@ -27,24 +27,15 @@ import (
 	"github.com/ainotes/parley/core"
 )
 
-// Change is one committed change: a thread item as it is now and as it
-// was (nil when new), a stored message, or an appended event.
-type Change struct {
-	Thread  *core.Thread
-	Old     *core.Thread
-	Message *core.Message
-	Event   *core.Event
-}
-
 // FromCommit gives the changes of one commit.
-func FromCommit(prev *core.Thread, c core.Commit) []Change {
+func FromCommit(prev *core.Thread, c core.Commit) []core.Change {
 	th := c.Thread
-	out := []Change{{Thread: &th, Old: prev}}
+	out := []core.Change{{Thread: &th, Old: prev}}
 	if c.Message != nil {
-		out = append(out, Change{Message: c.Message})
+		out = append(out, core.Change{Message: c.Message})
 	}
 	if c.Event != nil {
-		out = append(out, Change{Event: c.Event})
+		out = append(out, core.Change{Event: c.Event})
 	}
 	return out
 }
@@ -65,7 +56,7 @@ type Delivery struct {
 // subscriptions. Bodies are the JSON the feeds give: a turn is the
 // thread as the inbox shows it, a state change the event as the events
 // feed shows it, a message the message as get_thread shows it.
-func Plan(changes []Change, subs []core.Subscription, now time.Time) ([]Delivery, error) {
+func Plan(changes []core.Change, subs []core.Subscription, now time.Time) ([]Delivery, error) {
 	var out []Delivery
 	add := func(sub core.Subscription, event, key string, v any) error {
 		body, err := json.Marshal(v)
@@ -98,7 +89,7 @@ func Plan(changes []Change, subs []core.Subscription, now time.Time) ([]Delivery
 // newTurnFor reports whether a thread change gave an identity's inbox the
 // thread: awaiting was set anew and names it (a party of that identity,
 // an open call it did not open, a call for humans to a human).
-func newTurnFor(ch Change, identity string) bool {
+func newTurnFor(ch core.Change, identity string) bool {
 	th := ch.Thread
 	if ch.Old != nil && ch.Old.AwaitingVersion == th.AwaitingVersion {
 		return false
