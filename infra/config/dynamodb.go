@@ -29,32 +29,36 @@ func retryer() aws.Retryer {
 	})
 }
 
-// DynamoDB returns a client for endpoint: AWS for real DynamoDB (default
-// credentials and region), or the URL of a DynamoDB-compatible server.
-// opts adjust the client (tests and benchmarks add middleware with them).
-func DynamoDB(ctx context.Context, endpoint string, opts ...func(*dynamodb.Options)) (*dynamodb.Client, error) {
+// awsConfig is the SDK configuration for endpoint: AWS (default
+// credentials and region), or a local server's URL, which takes any
+// credentials (fixed ones keep the SDK from looking for a profile).
+func awsConfig(ctx context.Context, endpoint string) (aws.Config, error) {
 	switch endpoint {
 	case "":
-		return nil, errors.New("config: no DynamoDB endpoint")
+		return aws.Config{}, errors.New("config: no AWS endpoint")
 	case AWS:
-		cfg, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithRetryer(retryer))
-		if err != nil {
-			return nil, err
-		}
-		return dynamodb.NewFromConfig(cfg, opts...), nil
+		return awsconfig.LoadDefaultConfig(ctx, awsconfig.WithRetryer(retryer))
 	}
 	region := os.Getenv("AWS_REGION")
 	if region == "" {
 		region = "us-east-1"
 	}
-	// A local server takes any credentials; fixed ones keep the SDK from
-	// looking for a profile.
-	cfg := aws.Config{
-		Region:      region,
-		Credentials: credentials.NewStaticCredentialsProvider("local", "local", ""),
-		Retryer:     retryer,
+	return aws.Config{
+		Region:       region,
+		Credentials:  credentials.NewStaticCredentialsProvider("local", "local", ""),
+		Retryer:      retryer,
+		BaseEndpoint: aws.String(endpoint),
+	}, nil
+}
+
+// DynamoDB returns a client for endpoint: AWS for real DynamoDB, or the URL
+// of a DynamoDB-compatible server. opts adjust the client (tests and
+// benchmarks add middleware with them).
+func DynamoDB(ctx context.Context, endpoint string, opts ...func(*dynamodb.Options)) (*dynamodb.Client, error) {
+	cfg, err := awsConfig(ctx, endpoint)
+	if err != nil {
+		return nil, err
 	}
-	opts = append([]func(*dynamodb.Options){func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(endpoint) }}, opts...)
 	return dynamodb.NewFromConfig(cfg, opts...), nil
 }
 
@@ -62,20 +66,9 @@ func DynamoDB(ctx context.Context, endpoint string, opts ...func(*dynamodb.Optio
 // the same terms as DynamoDB: AWS, or a local server at endpoint (moto
 // serves both services on one port).
 func SQS(ctx context.Context, endpoint string) (*sqs.Client, error) {
-	switch endpoint {
-	case "":
-		return nil, errors.New("config: no SQS endpoint")
-	case AWS:
-		cfg, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithRetryer(retryer))
-		if err != nil {
-			return nil, err
-		}
-		return sqs.NewFromConfig(cfg), nil
+	cfg, err := awsConfig(ctx, endpoint)
+	if err != nil {
+		return nil, err
 	}
-	region := os.Getenv("AWS_REGION")
-	if region == "" {
-		region = "us-east-1"
-	}
-	cfg := aws.Config{Region: region, Credentials: credentials.NewStaticCredentialsProvider("local", "local", ""), Retryer: retryer}
-	return sqs.NewFromConfig(cfg, func(o *sqs.Options) { o.BaseEndpoint = aws.String(endpoint) }), nil
+	return sqs.NewFromConfig(cfg), nil
 }
