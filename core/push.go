@@ -391,6 +391,6 @@ type DeliveryOutcome struct {
 	At        time.Time
 	Delivered bool   // a 2xx: done
 	Dropped   bool   // given up (24 h of failures, or its token revoked)
-	Queued    bool   // a new delivery entered the queue
+	Queued    int64  // this many new deliveries entered the queue
 	Error     string // why the attempt failed
 }

@@ -158,8 +158,9 @@ func (s *Store) RecordDelivery(ctx context.Context, id string, o core.DeliveryOu
 	var set, add []string
 	vals := map[string]types.AttributeValue{}
 	switch {
-	case o.Queued:
-		add = append(add, "d_pend :one")
+	case o.Queued > 0:
+		add = append(add, "d_pend :queued")
+		vals[":queued"] = num(o.Queued)
 	case o.Delivered:
 		add = append(add, "d_ok :one", "d_pend :minus")
 		set = append(set, "d_lsa = :at")
@@ -180,7 +181,9 @@ func (s *Store) RecordDelivery(ctx context.Context, id string, o core.DeliveryOu
 		vals[":at"] = at
 	}
 	expr += "ADD " + strings.Join(add, ", ")
-	vals[":one"] = num(1)
+	if strings.Contains(expr, ":one") {
+		vals[":one"] = num(1)
+	}
 	if strings.Contains(expr, ":minus") {
 		vals[":minus"] = num(-1)
 	}

@@ -67,10 +67,19 @@ func (d *Deliverer) Plan(ctx context.Context, changes []core.Change) ([]Delivery
 }
 
 // Queued counts planned deliveries as pending on their subscriptions,
-// once they wait on a queue.
+// once they wait on a queue: one write per subscription, whatever the
+// number of its deliveries.
 func (d *Deliverer) Queued(ctx context.Context, ds []Delivery) error {
+	counts := map[string]int64{}
+	var order []string
 	for _, dl := range ds {
-		if err := d.svc.RecordDelivery(ctx, dl.Subscription, core.DeliveryOutcome{At: d.now(), Queued: true}); err != nil {
+		if counts[dl.Subscription] == 0 {
+			order = append(order, dl.Subscription)
+		}
+		counts[dl.Subscription]++
+	}
+	for _, sub := range order {
+		if err := d.svc.RecordDelivery(ctx, sub, core.DeliveryOutcome{At: d.now(), Queued: counts[sub]}); err != nil {
 			return err
 		}
 	}

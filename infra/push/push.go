@@ -58,29 +58,37 @@ type Delivery struct {
 // feed shows it, a message the message as get_thread shows it.
 func Plan(changes []core.Change, subs []core.Subscription, now time.Time) ([]Delivery, error) {
 	var out []Delivery
-	add := func(sub core.Subscription, event, key string, v any) error {
-		body, err := json.Marshal(v)
-		if err != nil {
-			return err
-		}
-		sum := sha256.Sum256([]byte(sub.ID + "|" + event + "|" + key))
-		out = append(out, Delivery{ID: "dlv_" + hex.EncodeToString(sum[:12]), Subscription: sub.ID, Event: event, Body: body, Planned: now})
-		return nil
-	}
 	for _, ch := range changes {
+		// A change is one event, one message or one thread: its event,
+		// key and body are the same for every subscription.
+		var (
+			event, key string
+			thread     int64
+			view       any
+		)
+		switch {
+		case ch.Event != nil:
+			event, key, thread, view = core.PushState, fmt.Sprintf("%d:%d", ch.Event.Thread, ch.Event.Seq), ch.Event.Thread, core.ViewEvent(*ch.Event)
+		case ch.Message != nil:
+			event, key, thread, view = core.PushMessage, fmt.Sprint(ch.Message.ID), ch.Message.Thread, core.ViewMessage(*ch.Message, now)
+		case ch.Thread != nil:
+			event, key, thread, view = core.PushTurn, fmt.Sprintf("%d:%d", ch.Thread.ID, ch.Thread.AwaitingVersion), ch.Thread.ID, core.ViewSummary(*ch.Thread)
+		default:
+			continue
+		}
+		var body []byte
 		for _, sub := range subs {
-			var err error
-			switch {
-			case ch.Event != nil && sub.Wants(core.PushState, ch.Event.Thread):
-				err = add(sub, core.PushState, fmt.Sprintf("%d:%d", ch.Event.Thread, ch.Event.Seq), core.ViewEvent(*ch.Event))
-			case ch.Message != nil && sub.Wants(core.PushMessage, ch.Message.Thread):
-				err = add(sub, core.PushMessage, fmt.Sprint(ch.Message.ID), core.ViewMessage(*ch.Message, now))
-			case ch.Thread != nil && sub.Wants(core.PushTurn, ch.Thread.ID) && newTurnFor(ch, sub.Identity):
-				err = add(sub, core.PushTurn, fmt.Sprintf("%d:%d", ch.Thread.ID, ch.Thread.AwaitingVersion), core.ViewSummary(*ch.Thread))
+			if !sub.Wants(event, thread) || (event == core.PushTurn && !newTurnFor(ch, sub.Identity)) {
+				continue
 			}
-			if err != nil {
-				return nil, err
+			if body == nil {
+				var err error
+				if body, err = json.Marshal(view); err != nil {
+					return nil, err
+				}
 			}
+			sum := sha256.Sum256([]byte(sub.ID + "|" + event + "|" + key))
+			out = append(out, Delivery{ID: "dlv_" + hex.EncodeToString(sum[:12]), Subscription: sub.ID, Event: event, Body: body, Planned: now})
 		}
 	}
 	return out, nil
@@ -111,18 +119,16 @@ func newTurnFor(ch core.Change, identity string) bool {
 const (
 	firstBackoff = 10 * time.Second
 	maxBackoff   = time.Hour
-	GiveUpAfter  = 24 * time.Hour
+	giveUpAfter  = 24 * time.Hour
 )
 
-// Next says when to try a failed delivery again, or false to drop it.
-func Next(d Delivery, now time.Time) (time.Time, bool) { return next(d, now, firstBackoff) }
-
+// next says when to try a failed delivery again, or false to drop it.
 func next(d Delivery, now time.Time, first time.Duration) (time.Time, bool) {
 	backoff := first << min(d.Attempt, 20)
 	backoff = min(backoff, maxBackoff)
 	wait := backoff/2 + time.Duration(rand.Int64N(int64(backoff/2)+1))
 	at := now.Add(wait)
-	if at.Sub(d.Planned) > GiveUpAfter {
+	if at.Sub(d.Planned) > giveUpAfter {
 		return time.Time{}, false
 	}
 	return at, true
