@@ -11,7 +11,7 @@ import (
 )
 
 func main() {
-	if err := lambda.PushMain(lambda.PushDeliver); err != nil {
+	if err := lambda.Main(lambda.PushDeliver); err != nil {
 		fmt.Fprintln(os.Stderr, "parley:", err)
 		os.Exit(1)
 	}

@@ -46,14 +46,7 @@ type Handler func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGa
 // Logs are JSON lines on stdout, which Lambda sends to CloudWatch; nothing
 // else is written there.
 func New(ctx context.Context, operation string, cfg config.Lambda, logOut io.Writer) (Handler, error) {
-	logger := slog.New(slog.NewJSONHandler(logOut, &slog.HandlerOptions{Level: cfg.LogLevel}))
-	limits := core.ReferenceLimits()
-	limits.PostsPerMinute = cfg.RateLimit
-	inst, err := instance.Open(ctx, instance.Config{
-		DynamoDB: cfg.DynamoDB, Table: cfg.Table,
-		Service: core.Options{Realm: cfg.Realm, TokenCacheTTL: cfg.TokenCacheTTL, Profiles: cfg.Profiles, Limits: limits,
-			Push: core.PushPolicy{Key: cfg.PushKey}},
-	})
+	inst, logger, err := open(ctx, cfg, logOut)
 	if err != nil {
 		return nil, err
 	}
@@ -123,14 +116,36 @@ func WholeHeaders(h http.Header, delivered map[string]string) {
 	}
 }
 
+// open builds what every function has: its JSON logger and the instance
+// the environment describes.
+func open(ctx context.Context, cfg config.Lambda, logOut io.Writer) (*instance.Instance, *slog.Logger, error) {
+	logger := slog.New(slog.NewJSONHandler(logOut, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	limits := core.ReferenceLimits()
+	limits.PostsPerMinute = cfg.RateLimit
+	inst, err := instance.Open(ctx, instance.Config{
+		DynamoDB: cfg.DynamoDB, Table: cfg.Table,
+		Service: core.Options{Realm: cfg.Realm, TokenCacheTTL: cfg.TokenCacheTTL, Profiles: cfg.Profiles, Limits: limits,
+			Push: core.PushPolicy{Key: cfg.PushKey}},
+	})
+	return inst, logger, err
+}
+
 // Main is the whole of a function's main: configure, build, start. It
 // returns only on a configuration error; lambda.Start never returns.
-func Main(operation string) error {
+// function is an operation of the table, MCP, Console, PushStream or
+// PushDeliver.
+func Main(function string) error {
 	cfg, err := config.FromEnv(os.Getenv)
 	if err != nil {
 		return err
 	}
-	h, err := New(context.Background(), operation, cfg, os.Stdout)
+	var h any
+	switch function {
+	case PushStream, PushDeliver:
+		h, err = NewPush(context.Background(), function, cfg, os.Stdout)
+	default:
+		h, err = New(context.Background(), function, cfg, os.Stdout)
+	}
 	if err != nil {
 		return err
 	}

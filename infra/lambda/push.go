@@ -4,14 +4,8 @@ import (
 	"context"
 	"errors"
 	"io"
-	"log/slog"
-	"os"
 
-	awslambda "github.com/aws/aws-lambda-go/lambda"
-
-	"github.com/ainotes/parley/core"
 	"github.com/ainotes/parley/infra/config"
-	"github.com/ainotes/parley/infra/instance"
 	"github.com/ainotes/parley/infra/push"
 )
 
@@ -31,11 +25,7 @@ func NewPush(ctx context.Context, function string, cfg config.Lambda, logOut io.
 	if len(cfg.PushKey) == 0 || cfg.PushQueue == "" {
 		return nil, errors.New("lambda: the push functions need PARLEY_PUSH_KEY and PARLEY_PUSH_QUEUE")
 	}
-	logger := slog.New(slog.NewJSONHandler(logOut, &slog.HandlerOptions{Level: cfg.LogLevel}))
-	inst, err := instance.Open(ctx, instance.Config{
-		DynamoDB: cfg.DynamoDB, Table: cfg.Table,
-		Service: core.Options{Realm: cfg.Realm, TokenCacheTTL: cfg.TokenCacheTTL, Profiles: cfg.Profiles, Push: core.PushPolicy{Key: cfg.PushKey}},
-	})
+	inst, logger, err := open(ctx, cfg, logOut)
 	if err != nil {
 		return nil, err
 	}
@@ -55,18 +45,4 @@ func NewPush(ctx context.Context, function string, cfg config.Lambda, logOut io.
 		return push.QueueHandler(d, q), nil
 	}
 	return nil, errors.New("lambda: no push function " + function)
-}
-
-// PushMain is the whole of a push function's main.
-func PushMain(function string) error {
-	cfg, err := config.FromEnv(os.Getenv)
-	if err != nil {
-		return err
-	}
-	h, err := NewPush(context.Background(), function, cfg, os.Stdout)
-	if err != nil {
-		return err
-	}
-	awslambda.Start(h)
-	return nil
 }
