@@ -49,10 +49,7 @@ func (a *API) Handler() *http.ServeMux {
 	if op, ok := a.svc.Operation("get_manifest"); ok {
 		mux.Handle("GET /.well-known/parley.json", a.serve(op))
 	}
-	for path, allowed := range a.paths() {
-		mux.Handle(path, a.methodNotAllowed(allowed))
-	}
-	mux.Handle("/", a.Fallback())
+	mux.Handle("/", a.Fallback()) // 405 for a known path, else 404
 	return mux
 }
 
