@@ -43,11 +43,13 @@ import (
 
 // API is the MCP endpoint.
 type API struct {
-	svc     *core.Service
-	log     *slog.Logger
-	public  map[string]bool // tools callable without a token
-	limit   int             // the request size limit: the manifest's, plus JSON-RPC framing
-	handler http.Handler
+	svc    *core.Service
+	log    *slog.Logger
+	public map[string]bool // tools callable without a token
+	limit  int             // the request size limit: the manifest's, plus JSON-RPC framing
+	// anonymous serves a request without a caller (public methods only);
+	// authed, one whose caller ServeHTTP verified.
+	anonymous, authed http.Handler
 }
 
 // envelopeOverhead is what JSON-RPC framing may add around the largest
@@ -114,13 +116,7 @@ func New(svc *core.Service, log *slog.Logger, version string) (*API, error) {
 		}
 		return v, nil
 	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
-	a.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, ok := r.Context().Value(verifiedKey{}).(*auth.TokenInfo); ok {
-			verified(stream).ServeHTTP(w, r)
-			return
-		}
-		stream.ServeHTTP(w, r)
-	})
+	a.anonymous, a.authed = stream, verified(stream)
 	return a, nil
 }
 
@@ -186,11 +182,11 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rw := &rpcWriter{ResponseWriter: w, rec: rec, id: msg.ID}
 	defer rw.finish(a)
 	if c.Identity == "" {
-		a.handler.ServeHTTP(rw, r)
+		a.anonymous.ServeHTTP(rw, r)
 		return
 	}
 	info := &auth.TokenInfo{UserID: c.Identity, Extra: map[string]any{"caller": c, "record": rec}}
-	a.handler.ServeHTTP(rw, r.WithContext(context.WithValue(ctx, verifiedKey{}, info)))
+	a.authed.ServeHTTP(rw, r.WithContext(context.WithValue(ctx, verifiedKey{}, info)))
 }
 
 func (a *API) isPublic(method, tool string) bool {
