@@ -245,13 +245,8 @@ func cmdManifest(ctx context.Context, c *cli, args []string) error {
 			Right  string `json:"right"`
 		} `json:"operations"`
 	}
-	raw, err := a.get(ctx, "get_manifest", nil, nil, nil, &m)
-	if err != nil {
+	if done, err := c.show(ctx, a, "get_manifest", nil, nil, nil, &m); done {
 		return err
-	}
-	if c.json {
-		c.out(raw)
-		return nil
 	}
 	fmt.Fprintf(c.stdout, "Parley %s at %s, realm %s\n\nacts:\n", m.Parley, a.base, m.Realm)
 	tw := newTable(c.stdout)
@@ -315,13 +310,8 @@ func cmdInbox(ctx context.Context, c *cli, args []string) error {
 		q.Set("since", *since)
 	}
 	var page core.InboxPage
-	raw, err := a.get(ctx, "inbox", nil, q, nil, &page)
-	if err != nil {
+	if done, err := c.show(ctx, a, "inbox", nil, q, nil, &page); done {
 		return err
-	}
-	if c.json {
-		c.out(raw)
-		return nil
 	}
 	if len(page.Threads) == 0 {
 		fmt.Fprintln(c.stdout, "Nothing awaits you.")
@@ -1010,13 +1000,8 @@ func apiToken(ctx context.Context, c *cli, sub string, args []string) error {
 			body["label"] = *label
 		}
 		var t core.NewToken
-		raw, err := a.get(ctx, "create_token", nil, nil, body, &t)
-		if err != nil {
+		if done, err := c.show(ctx, a, "create_token", nil, nil, body, &t); done {
 			return err
-		}
-		if c.json {
-			c.out(raw)
-			return nil
 		}
 		fmt.Fprintf(c.stdout, "%s\n", t.Secret)
 		fmt.Fprintf(c.stdout, "# %s  %s  %s  (the secret above is shown once; only its hash is stored)\n", t.ID, t.Identity, joinRights(t.Rights))
@@ -1063,13 +1048,8 @@ func apiToken(ctx context.Context, c *cli, sub string, args []string) error {
 			}
 		}
 		var t core.TokenView
-		raw, err := a.get(ctx, "revoke_token", map[string]string{"id": id}, nil, nil, &t)
-		if err != nil {
+		if done, err := c.show(ctx, a, "revoke_token", map[string]string{"id": id}, nil, nil, &t); done {
 			return err
-		}
-		if c.json {
-			c.out(raw)
-			return nil
 		}
 		fmt.Fprintf(c.stdout, "revoked %s (%s)\n", t.ID, t.Identity)
 		return nil

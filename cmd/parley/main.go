@@ -175,10 +175,8 @@ func commands() []command {
 		command{name: "simulate", synopsis: "[--max-messages 200] [--max-time 30s] [--write docs/loop-safety.md]", group: groupAdmin,
 			summary: "run the loop-safety simulation",
 			run:     func(ctx context.Context, c *cli, args []string) error { return simulate(ctx, args, c.stdout) }},
+		smokeCommand(),
 	)
-	if sc := smokeCommand(); sc != nil {
-		cs = append(cs, *sc)
-	}
 	return append(cs,
 		command{name: "version", group: groupAdmin, run: cmdVersion, summary: "print the version"},
 		command{name: "help", synopsis: "[COMMAND]", group: groupAdmin, summary: "show this help, or one command's"},

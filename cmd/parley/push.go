@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/ainotes/parley/core"
@@ -51,13 +50,13 @@ func cmdSubscriptions(ctx context.Context, c *cli, args []string) error {
 		fmt.Fprintln(c.stdout, "No subscriptions.")
 		return nil
 	}
-	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	tw := newTable(c.stdout)
 	fmt.Fprintln(tw, "ID\tEVENTS\tTHREAD\tURL\tDELIVERED\tFAILED\tPENDING\tDROPPED\tLAST SUCCESS\tLAST FAILURE")
-	stamp := func(t *time.Time) string {
+	stampOf := func(t *time.Time) string {
 		if t == nil {
 			return "-"
 		}
-		return t.Local().Format("2006-01-02 15:04:05")
+		return stamp(*t)
 	}
 	for _, s := range page.Subscriptions {
 		th := "all"
@@ -66,7 +65,7 @@ func cmdSubscriptions(ctx context.Context, c *cli, args []string) error {
 		}
 		st := s.Stats
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", s.ID, strings.Join(s.Events, ","), th, s.URL,
-			st.Delivered, st.Failures, st.Pending, st.Dropped, stamp(st.LastSuccess), stamp(st.LastFailure))
+			st.Delivered, st.Failures, st.Pending, st.Dropped, stampOf(st.LastSuccess), stampOf(st.LastFailure))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -100,7 +99,7 @@ var errBadSignature = errors.New("the signature does not verify")
 // subscription's secret, and a bound on the signature's age.
 func cmdVerifySignature(_ context.Context, c *cli, args []string) error {
 	fs := c.flags("verify-signature")
-	secret := fs.String("secret", os.Getenv("PARLEY_WEBHOOK_SECRET"), "the subscription's secret (whsec_…; default $PARLEY_WEBHOOK_SECRET)")
+	secret := fs.String("secret", c.getenv("PARLEY_WEBHOOK_SECRET"), "the subscription's secret (whsec_…; default $PARLEY_WEBHOOK_SECRET)")
 	header := fs.String("header", "", "the Parley-Signature header's value: t=<unix>,v1=<hex>")
 	bodyFile := fs.String("body", "-", "the delivery's body exactly as received; - for standard input")
 	tolerance := fs.Duration("tolerance", 5*time.Minute, "the oldest signature accepted")

@@ -228,12 +228,5 @@ func printDemo(ctx context.Context, svc *core.Service, base string, w io.Writer)
 // loopbackAddr reports whether a listen address is on loopback only.
 func loopbackAddr(addr string) bool {
 	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	return err == nil && loopback(host)
 }

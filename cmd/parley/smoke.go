@@ -9,8 +9,8 @@ import (
 
 // smokeCommand is `parley smoke`: the short conversation of infra/smoke
 // against a running server, with a human's token.
-func smokeCommand() *command {
-	return &command{name: "smoke", synopsis: "[--url URL] [--token TOKEN]", group: groupAdmin, run: cmdSmoke,
+func smokeCommand() command {
+	return command{name: "smoke", synopsis: "[--url URL] [--token TOKEN]", group: groupAdmin, run: cmdSmoke,
 		summary: "run a short conversation against a server (a human's token) and stop at the first surprise",
 		details: "--url and --token default to PARLEY_URL and PARLEY_TOKEN, then to the saved login.\n" +
 			"It mints two agent tokens and revokes them at the end; it leaves one thread behind."}
