@@ -40,9 +40,8 @@ func jsonRefusal(err error) *Refusal {
 		return r
 	}
 	if se, ok := errors.AsType[*jsontext.SyntacticError](err); ok {
-		field := fieldOf(se.JSONPointer)
 		if errors.Is(se.Err, jsontext.ErrDuplicateName) {
-			field = fieldOf(se.JSONPointer)
+			field := fieldOf(se.JSONPointer)
 			return Invalid(field, "%s is given twice; every name may appear once", field)
 		}
 		return Invalid("body", "malformed JSON at byte %d", se.ByteOffset)

@@ -141,7 +141,7 @@ func (s *Service) GetManifest(context.Context, Caller, NoInput) (Manifest, error
 func (s *Service) Manifest() Manifest {
 	m := Manifest{
 		Parley: "1", Realm: s.realm, Limits: s.limits,
-		Feeds: ManifestFeeds{SettleMS: s.store.FeedSettle().Milliseconds(), TokenCacheS: int64(s.tokenTTL.Seconds())},
+		Feeds: ManifestFeeds{SettleMS: s.store.FeedSettle().Milliseconds(), TokenCacheS: int64(s.tokens.ttl.Seconds())},
 		Rights: []ManifestRight{
 			{RightRead, "read threads, events and the inbox"},
 			{RightWrite, "post messages; mark threads one has authority over"},

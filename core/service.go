@@ -57,7 +57,6 @@ type Service struct {
 	contention time.Duration
 	idemTTL    time.Duration
 	tokens     *tokenCache
-	tokenTTL   time.Duration
 	rate       *rateBudget
 	status     func(Reason) int
 	// dialectic is true when the dialectic profile is on.
@@ -98,7 +97,7 @@ func NewService(store Store, o Options) (*Service, error) {
 		o.IdempotencyTTL = 24 * time.Hour
 	}
 	s := &Service{store: store, realm: o.Realm, limits: o.Limits, clock: o.Clock, contention: o.Contention,
-		idemTTL: o.IdempotencyTTL, tokenTTL: o.TokenCacheTTL, dialectic: o.Profiles == nil, status: o.HTTPStatus,
+		idemTTL: o.IdempotencyTTL, dialectic: o.Profiles == nil, status: o.HTTPStatus,
 		push: o.Push, pushOn: o.Profiles == nil && len(o.Push.Key) > 0, committed: o.Committed}
 	for _, p := range o.Profiles {
 		switch p {
@@ -131,9 +130,6 @@ func (s *Service) commit(ctx context.Context, prev *Thread, c Commit) error {
 
 // Realm is the instance's realm.
 func (s *Service) Realm() string { return s.realm }
-
-// Dialectic reports whether the dialectic profile is on.
-func (s *Service) Dialectic() bool { return s.dialectic }
 
 // Limits are the instance's limits.
 func (s *Service) Limits() Limits { return s.limits }

@@ -82,7 +82,7 @@ func (s *Store) Events(ctx context.Context, q core.EventQuery) ([]core.Event, st
 	if q.After != "" && !orderKeyPattern.MatchString(q.After) {
 		return nil, "", core.ErrPosition
 	}
-	entries, next, err := s.settledPage(ctx, IndexEvents, "ev_pk", "ev_sk", []string{eventsAll}, q.After, q.Limit)
+	entries, next, err := s.settledFilter(ctx, IndexEvents, "ev_pk", "ev_sk", []string{eventsAll}, q.After, q.Limit, nil)
 	if err != nil {
 		return nil, "", err
 	}
@@ -111,18 +111,16 @@ type entry struct {
 // a call's work does not depend on the data.
 const feedRounds = 2
 
-// settledPage reads a feed: the entries after a position in order-key
+// settledFilter reads a feed: the entries after a position in order-key
 // order, merged across partitions, at most limit of them. Only entries up
 // to the smallest last key of a partition with more to read are safe to
 // hand out (the merge never skips one). The position returned is where the
 // next call goes on: the last entry handed out, but never past
 // now − FeedSettle, so that an entry whose commit or index entry lands
 // late is still read; entries after that bound may come again (readers drop
-// repeats by id). It is returned even when no entry was.
-func (s *Store) settledPage(ctx context.Context, index, pkAttr, skAttr string, parts []string, after string, limit int) ([]entry, string, error) {
-	return s.settledFilter(ctx, index, pkAttr, skAttr, parts, after, limit, nil)
-}
-
+// repeats by id). It is returned even when no entry was. keep, when set,
+// drops entries from what is handed out (the position still moves past
+// them).
 func (s *Store) settledFilter(ctx context.Context, index, pkAttr, skAttr string, parts []string, after string, limit int, keep func(item) bool) ([]entry, string, error) {
 	bound := settledKey(s.clock.Now(), s.settle)
 	pos := after
