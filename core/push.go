@@ -319,9 +319,18 @@ func (s *Service) Unsubscribe(ctx context.Context, c Caller, in UnsubscribeInput
 	if !subscriptionID.MatchString(in.ID) {
 		return SubscriptionView{}, Invalid("id", "a subscription id is sub_ and 16 hex digits")
 	}
-	sub, err := s.store.DeleteSubscription(ctx, in.ID, c.TokenID)
+	notFound := refuse(ReasonNotFound, "you have no subscription %s", in.ID).with("id", in.ID)
+	// The read shapes the answer; the delete's condition decides.
+	sub, err := s.store.Subscription(ctx, in.ID)
+	if errors.Is(err, ErrNotFound) || (err == nil && sub.TokenID != c.TokenID) {
+		return SubscriptionView{}, notFound
+	}
+	if err != nil {
+		return SubscriptionView{}, err
+	}
+	err = s.store.DeleteSubscription(ctx, in.ID, c.TokenID)
 	if errors.Is(err, ErrNotFound) {
-		return SubscriptionView{}, refuse(ReasonNotFound, "you have no subscription %s", in.ID).with("id", in.ID)
+		return SubscriptionView{}, notFound
 	}
 	if err != nil {
 		return SubscriptionView{}, err
@@ -344,7 +353,7 @@ type Change struct {
 // or remove it any more, and planning deliveries for it would cost for
 // ever. Gone already is fine.
 func (s *Service) Forget(ctx context.Context, sub Subscription) error {
-	_, err := s.store.DeleteSubscription(ctx, sub.ID, sub.TokenID)
+	err := s.store.DeleteSubscription(ctx, sub.ID, sub.TokenID)
 	if errors.Is(err, ErrNotFound) {
 		return nil
 	}

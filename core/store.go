@@ -80,7 +80,7 @@ type Store interface {
 	Subscriptions(ctx context.Context, tokenID string) ([]Subscription, error)
 	// DeleteSubscription removes a token's subscription; ErrNotFound when
 	// the token has none of that id.
-	DeleteSubscription(ctx context.Context, id, tokenID string) (Subscription, error)
+	DeleteSubscription(ctx context.Context, id, tokenID string) error
 	// RecordDelivery counts a delivery's outcome on its subscription (a
 	// subscription that is gone is not an error).
 	RecordDelivery(ctx context.Context, id string, o DeliveryOutcome) error

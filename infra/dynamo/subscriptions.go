@@ -128,13 +128,8 @@ func (s *Store) Subscriptions(ctx context.Context, tokenID string) ([]core.Subsc
 
 // DeleteSubscription deletes a subscription of a token, conditioned on
 // its being that token's, and gives its slot back in the same transaction.
-// The read before only shapes the answer; the condition decides.
-func (s *Store) DeleteSubscription(ctx context.Context, id, tokenID string) (core.Subscription, error) {
-	sub, err := s.Subscription(ctx, id)
-	if err != nil {
-		return core.Subscription{}, err
-	}
-	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+func (s *Store) DeleteSubscription(ctx context.Context, id, tokenID string) error {
+	_, err := s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
 		{Delete: &types.Delete{
 			TableName: &s.table, Key: s.subItemKey(id),
 			ConditionExpression:       aws.String("tid = :tid"),
@@ -146,10 +141,7 @@ func (s *Store) DeleteSubscription(ctx context.Context, id, tokenID string) (cor
 			ExpressionAttributeValues: map[string]types.AttributeValue{":minus": num(-1)},
 		}},
 	}})
-	if err := classifyTransact(err, map[int]error{0: core.ErrNotFound}); err != nil {
-		return core.Subscription{}, err
-	}
-	return sub, nil
+	return classifyTransact(err, map[int]error{0: core.ErrNotFound})
 }
 
 // RecordDelivery counts an outcome with one conditional UpdateItem.
