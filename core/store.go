@@ -16,8 +16,9 @@ import (
 type Store interface {
 	// Token returns the token stored under the SHA-256 hex of its secret.
 	Token(ctx context.Context, hash string) (Token, error)
-	// PutToken stores a new token; ErrExists when one with that hash is stored.
-	PutToken(ctx context.Context, t Token) error
+	// PutToken stores a new token; ErrExists, with the stored one, when one
+	// with that hash is stored.
+	PutToken(ctx context.Context, t Token) (Token, error)
 	// Tokens pages through tokens in id order; next is the id to go on
 	// after ("" at the end).
 	Tokens(ctx context.Context, q TokenQuery) (page []Token, next string, err error)

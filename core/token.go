@@ -99,14 +99,11 @@ func (s *Service) ImportToken(ctx context.Context, secret string, spec TokenSpec
 	}
 	h := HashToken(secret)
 	t := Token{ID: TokenID(h), Hash: h, Identity: spec.Identity, Rights: rights, Label: spec.Label, CreatedAt: s.clock.Now().UTC()}
-	err = s.store.PutToken(ctx, t)
+	stored, err := s.store.PutToken(ctx, t)
 	if errors.Is(err, ErrExists) {
-		return s.store.Token(ctx, h)
+		return stored, nil
 	}
-	if err != nil {
-		return Token{}, err
-	}
-	return t, nil
+	return stored, err
 }
 
 // CreateTokenInput is create_token's input.

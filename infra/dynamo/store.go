@@ -114,8 +114,10 @@ func (s *Store) Token(ctx context.Context, hash string) (core.Token, error) {
 	return decodeToken(out.Item), nil
 }
 
-// PutToken stores a new token; one with the same hash is left alone.
-func (s *Store) PutToken(ctx context.Context, t core.Token) error {
+// PutToken stores a new token; one with the same hash is left alone and
+// returned with ErrExists (the failed condition hands it back: no second
+// read).
+func (s *Store) PutToken(ctx context.Context, t core.Token) (core.Token, error) {
 	it := item{"pk": str("tok#" + t.Hash), "sk": str(tokenSK)}
 	it.setS("tid", t.ID)
 	it.setS("hash", t.Hash)
@@ -132,11 +134,15 @@ func (s *Store) PutToken(ctx context.Context, t core.Token) error {
 	}
 	it.setS("ls_pk", tokensAll)
 	it.setS("ls_sk", t.ID)
-	_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &s.table, Item: it, ConditionExpression: aws.String("attribute_not_exists(pk)")})
-	if _, exists := errors.AsType[*types.ConditionalCheckFailedException](err); exists {
-		return core.ErrExists
+	_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &s.table, Item: it, ConditionExpression: aws.String("attribute_not_exists(pk)"),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld})
+	if cce, exists := errors.AsType[*types.ConditionalCheckFailedException](err); exists {
+		return decodeToken(cce.Item), core.ErrExists
 	}
-	return fail("PutItem token", err)
+	if err != nil {
+		return core.Token{}, fail("PutItem token", err)
+	}
+	return t, nil
 }
 
 func decodeToken(it item) core.Token {

@@ -62,12 +62,12 @@ func requestShapes(t *testing.T, b testenv.Backend) {
 		for i := range 5 {
 			h := hash(i + 1)
 			tk := core.Token{ID: core.TokenID(h), Hash: h, Identity: fmt.Sprintf("ainotes:t%d", i), Rights: []core.Right{core.RightRead}, CreatedAt: at}
-			if err := st.PutToken(ctx, tk); err != nil {
+			if _, err := st.PutToken(ctx, tk); err != nil {
 				t.Fatal(err)
 			}
 			ids = append(ids, tk.ID)
 		}
-		if err := st.PutToken(ctx, core.Token{ID: ids[0], Hash: hash(1), Identity: "ainotes:other"}); !errors.Is(err, core.ErrExists) {
+		if _, err := st.PutToken(ctx, core.Token{ID: ids[0], Hash: hash(1), Identity: "ainotes:other"}); !errors.Is(err, core.ErrExists) {
 			t.Fatalf("a second put of a hash: %v", err)
 		}
 		got, err := st.Token(ctx, hash(1))
