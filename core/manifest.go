@@ -2,7 +2,6 @@ package core
 
 import (
 	"context"
-	"reflect"
 )
 
 // Limits are the instance's limits (docs/protocol.md §3.4); the manifest shows them.
@@ -161,7 +160,7 @@ func (s *Service) Manifest() Manifest {
 			"the human may mark any state from any state",
 		},
 		Idempotency: "post accepts an idempotency key (HTTP header Idempotency-Key, MCP argument idempotency_key); a retry with the same key, token and request returns the first result for 24 hours; the same key with another request is invalid_body",
-		Envelope:    SchemaOf(reflect.TypeFor[WireEnvelope](), true, s.serves),
+		Envelope:    s.postSchema(),
 	}
 	for _, a := range Acts {
 		if s.serves(a.Profile) {
@@ -224,4 +223,11 @@ func (s *Service) Manifest() Manifest {
 		m.Refusals = append(m.Refusals, mr)
 	}
 	return m
+}
+
+// postSchema is post's published input schema: the envelope, cached with
+// every operation's schemas.
+func (s *Service) postSchema() Schema {
+	op, _ := s.Operation("post") // post is in every profile
+	return s.Schemas(op).In
 }

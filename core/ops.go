@@ -26,8 +26,9 @@ type Operation struct {
 	Created  bool
 	Location func(out any) string
 	Params   []Param
-	// In and Out are the input's and the output's types; the schemas both
-	// transports publish come from them.
+	// In and Out are the types the published schemas describe: the
+	// output's, and the input as clients send it (for post the wire
+	// envelope, which the decoder reads into its own input type).
 	In, Out reflect.Type
 
 	call func(ctx context.Context, s *Service, c Caller, args []byte) (any, error)
@@ -55,11 +56,10 @@ const RightHuman Right = "human"
 // (docs/protocol.md §3.3), and its required fields checked.
 func define[In, Out any](o Operation, method func(*Service, context.Context, Caller, In) (Out, error)) *Operation {
 	o.In, o.Out = reflect.TypeFor[In](), reflect.TypeFor[Out]()
-	schemaType := o.In
 	if o.Name == "post" {
-		schemaType = reflect.TypeFor[WireEnvelope]()
+		o.In = reflect.TypeFor[WireEnvelope]()
 	}
-	o.Params = paramsOf(schemaType, o.Method)
+	o.Params = paramsOf(o.In, o.Method)
 	o.call = func(ctx context.Context, s *Service, c Caller, args []byte) (any, error) {
 		var in In
 		if d, ok := any(&in).(interface {

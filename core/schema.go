@@ -234,11 +234,7 @@ func (s *Service) Schemas(op *Operation) OperationSchemas {
 	if v, ok := schemaCache.Load(key); ok {
 		return v.(OperationSchemas)
 	}
-	inType := op.In
-	if op.Name == "post" {
-		inType = reflect.TypeFor[WireEnvelope]()
-	}
-	in := SchemaOf(inType, true, s.serves)
+	in := SchemaOf(op.In, true, s.serves)
 	out := SchemaOf(op.Out, false, s.serves)
 	outDefs := out["$defs"]
 	delete(out, "$defs")
