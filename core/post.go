@@ -434,37 +434,26 @@ func (s *Service) checkReply(d *draft) error {
 }
 
 // readParent reads the thread and the effective parent: the given one, or
-// the root. Message ids carry their thread, so the usual case is one
-// read; a parent named in another thread costs one more, to tell
-// invalid_body (it is elsewhere) from message_not_found (it is nowhere).
+// the root. Message ids carry their thread, so the thread and the named
+// parent are one read wherever the parent is; one in another thread is
+// invalid_body, one nowhere message_not_found.
 func (s *Service) readParent(ctx context.Context, thread, parent int64) (Thread, Message, error) {
 	if parent == 0 {
 		th, err := s.loadThread(ctx, thread)
 		return th, th.root(), err
 	}
-	missing := refuse(ReasonMessageNotFound, "there is no message %s", MessageKey(parent)).with("parent", MessageKey(parent))
-	if other, _ := MessageParts(parent); other != thread {
-		th, err := s.loadThread(ctx, thread)
-		if err != nil {
-			return th, Message{}, err
-		}
-		found, err := s.store.MessagesByID(ctx, []int64{parent})
-		if err != nil {
-			return th, Message{}, err
-		}
-		if len(found) == 0 {
-			return th, Message{}, missing
-		}
-		return th, Message{}, Invalid("parent", "%s belongs to %s, not %s", MessageKey(parent), ThreadKey(other), ThreadKey(thread))
-	}
 	th, msg, err := s.store.ThreadAndMessage(ctx, thread, parent)
-	if errors.Is(err, ErrNotFound) {
+	switch {
+	case errors.Is(err, ErrNotFound):
 		return th, msg, refuse(ReasonThreadNotFound, "there is no thread %s", ThreadKey(thread)).with("thread", ThreadKey(thread))
+	case err != nil:
+		return th, msg, err
+	case msg.ID == 0:
+		return th, msg, refuse(ReasonMessageNotFound, "there is no message %s", MessageKey(parent)).with("parent", MessageKey(parent))
+	case msg.Thread != thread:
+		return th, Message{}, Invalid("parent", "%s belongs to %s, not %s", MessageKey(parent), ThreadKey(msg.Thread), ThreadKey(thread))
 	}
-	if err == nil && msg.ID == 0 {
-		return th, msg, missing
-	}
-	return th, msg, err
+	return th, msg, nil
 }
 
 // apply writes an outcome into the thread's state fields and returns its event.

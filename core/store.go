@@ -29,8 +29,9 @@ type Store interface {
 	NextID(ctx context.Context, seq string) (int64, error)
 
 	Thread(ctx context.Context, id int64) (Thread, error)
-	// ThreadAndMessage reads a thread and one of its messages in one round
-	// trip, strongly consistent; a missing message comes back with ID 0.
+	// ThreadAndMessage reads a thread and a message (found by its id, in
+	// whichever thread it is) in one round trip, strongly consistent; a
+	// missing message comes back with ID 0.
 	ThreadAndMessage(ctx context.Context, thread, msg int64) (Thread, Message, error)
 	// Messages reads a thread and a page of its messages in order of
 	// creation, strongly consistent; more reports whether others follow.
