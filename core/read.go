@@ -47,9 +47,12 @@ func (s *Service) GetThread(ctx context.Context, c Caller, in GetThreadInput) (T
 	}
 	// Keep the page within its share of the response limit: MCP carries a
 	// result twice (structured and as text).
-	budget, size := s.limits.ResponseBytes*2/5, 0
+	// Each view is built once: measured here, then nested.
+	budget, size, now := s.limits.ResponseBytes*2/5, 0, s.clock.Now()
+	views := make(map[int64]*MessageView, len(msgs))
 	for i, m := range msgs {
-		raw, err := json.Marshal(viewMessage(m, s.clock.Now()))
+		mv := viewMessage(m, now)
+		raw, err := json.Marshal(mv)
 		if err != nil {
 			return ThreadView{}, err
 		}
@@ -57,8 +60,9 @@ func (s *Service) GetThread(ctx context.Context, c Caller, in GetThreadInput) (T
 			msgs, more = msgs[:i], true
 			break
 		}
+		views[m.ID] = mv
 	}
-	v := ThreadView{ThreadSummary: viewSummary(th), Messages: tree(msgs, s.clock.Now())}
+	v := ThreadView{ThreadSummary: viewSummary(th), Messages: tree(msgs, views)}
 	if more && len(msgs) > 0 {
 		v.Cursor = nextCursor("messages", idPosition(msgs[len(msgs)-1].ID))
 	}

@@ -140,10 +140,10 @@ type ThreadView struct {
 	Cursor   *string        `json:"cursor"`
 }
 
-// tree nests messages by parent; siblings keep the order of creation (ids
-// come from per-process blocks, so time orders them, then id). A message
-// whose parent is missing is shown at the top level.
-func tree(msgs []Message, now time.Time) []*MessageView {
+// tree nests messages by parent, given their views by id; siblings keep
+// the order of creation (time, then id). A message whose parent is
+// missing is shown at the top level.
+func tree(msgs []Message, byID map[int64]*MessageView) []*MessageView {
 	msgs = slices.Clone(msgs)
 	slices.SortStableFunc(msgs, func(a, b Message) int {
 		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
@@ -151,10 +151,6 @@ func tree(msgs []Message, now time.Time) []*MessageView {
 		}
 		return cmp.Compare(a.ID, b.ID)
 	})
-	byID := make(map[int64]*MessageView, len(msgs))
-	for _, m := range msgs {
-		byID[m.ID] = viewMessage(m, now)
-	}
 	roots := []*MessageView{}
 	for _, m := range msgs {
 		v := byID[m.ID]
