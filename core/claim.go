@@ -10,7 +10,7 @@ import (
 func (s *Service) loadClaim(ctx context.Context, id int64) (Claim, error) {
 	cl, err := s.store.Claim(ctx, id)
 	if errors.Is(err, ErrNotFound) {
-		return cl, refuse(ReasonClaimNotFound, "there is no claim %s", ClaimKey(id)).with("claim", ClaimKey(id))
+		return cl, claimNotFound(id)
 	}
 	return cl, err
 }
@@ -113,7 +113,7 @@ func (s *Service) GetClaim(ctx context.Context, c Caller, in GetClaimInput) (Cla
 	id := int64(in.Claim)
 	cl, recs, err := s.store.ClaimHistory(ctx, id)
 	if errors.Is(err, ErrNotFound) {
-		return ClaimView{}, refuse(ReasonClaimNotFound, "there is no claim %s", ClaimKey(id)).with("claim", ClaimKey(id))
+		return ClaimView{}, claimNotFound(id)
 	}
 	if err != nil {
 		return ClaimView{}, err

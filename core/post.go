@@ -445,7 +445,7 @@ func (s *Service) readParent(ctx context.Context, thread, parent int64) (Thread,
 	th, msg, err := s.store.ThreadAndMessage(ctx, thread, parent)
 	switch {
 	case errors.Is(err, ErrNotFound):
-		return th, msg, refuse(ReasonThreadNotFound, "there is no thread %s", ThreadKey(thread)).with("thread", ThreadKey(thread))
+		return th, msg, threadNotFound(thread)
 	case err != nil:
 		return th, msg, err
 	case msg.ID == 0:

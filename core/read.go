@@ -40,7 +40,7 @@ func (s *Service) GetThread(ctx context.Context, c Caller, in GetThreadInput) (T
 	limit := pageSize(q.Limit, s.limits.ThreadPageDefault, s.limits.ThreadPageMax)
 	th, msgs, more, err := s.store.Messages(ctx, MessageQuery{Thread: q.Thread, After: after, Limit: limit})
 	if errors.Is(err, ErrNotFound) {
-		return ThreadView{}, refuse(ReasonThreadNotFound, "there is no thread %s", ThreadKey(q.Thread)).with("thread", ThreadKey(q.Thread))
+		return ThreadView{}, threadNotFound(q.Thread)
 	}
 	if err != nil {
 		return ThreadView{}, err
@@ -159,7 +159,7 @@ func (s *Service) Events(ctx context.Context, c Caller, in EventsInput) (EventPa
 		// first page means there is no such thread — no separate read to find
 		// out. (Threads are never deleted.)
 		if seq == 0 && len(evs) == 0 {
-			return EventPage{}, refuse(ReasonThreadNotFound, "there is no thread %s", ThreadKey(q.Thread)).with("thread", ThreadKey(q.Thread))
+			return EventPage{}, threadNotFound(q.Thread)
 		}
 		if len(evs) > 0 {
 			seq = evs[len(evs)-1].Seq

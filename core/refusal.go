@@ -121,3 +121,13 @@ func AsRefusal(err error) *Refusal {
 	}
 	return Internal(err)
 }
+
+// threadNotFound and claimNotFound are the refusals for a missing thread or
+// claim, the same wherever one is looked up.
+func threadNotFound(id int64) *Refusal {
+	return refuse(ReasonThreadNotFound, "there is no thread %s", ThreadKey(id)).with("thread", ThreadKey(id))
+}
+
+func claimNotFound(id int64) *Refusal {
+	return refuse(ReasonClaimNotFound, "there is no claim %s", ClaimKey(id)).with("claim", ClaimKey(id))
+}

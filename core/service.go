@@ -183,7 +183,7 @@ type NoInput struct{}
 func (s *Service) loadThread(ctx context.Context, id int64) (Thread, error) {
 	t, err := s.store.Thread(ctx, id)
 	if errors.Is(err, ErrNotFound) {
-		return t, refuse(ReasonThreadNotFound, "there is no thread %s", ThreadKey(id)).with("thread", ThreadKey(id))
+		return t, threadNotFound(id)
 	}
 	return t, err
 }
