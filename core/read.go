@@ -218,16 +218,10 @@ func (s *Service) Inbox(ctx context.Context, c Caller, in InboxInput) (InboxPage
 		return InboxPage{}, err
 	}
 	keep := func(t Thread) bool {
-		a := t.Awaiting
-		switch a.Scope {
-		case AwaitParty:
-			return a.Party.Identity == c.Identity && (q.Extension == nil || a.Party.Extension == self.Extension)
-		case AwaitAny:
-			return a.Party != self // your own extension's calls are hidden
-		case AwaitHuman:
-			return c.Human()
+		if a := t.Awaiting; a.Scope == AwaitParty && q.Extension == nil {
+			return a.Party.Identity == c.Identity // every extension of yours
 		}
-		return false
+		return t.Awaiting.names(self) // an open call of your own party is hidden
 	}
 	ths, next, err := s.store.Awaiting(ctx, AwaitingQuery{Identity: c.Identity, Human: c.Human(), After: after, Limit: s.page(q.Limit), Keep: keep})
 	if err != nil {
